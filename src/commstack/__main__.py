@@ -1,0 +1,5 @@
+import sys
+
+from commstack.cli import main
+
+sys.exit(main())

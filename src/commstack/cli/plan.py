@@ -1,0 +1,28 @@
+"""Expand a matrix and print every point with its exact command line; launch nothing."""
+
+from __future__ import annotations
+
+import argparse
+
+from commstack.cli.common import add_matrix_arguments, campaign_root
+from commstack.matrix.load import load_matrix
+from commstack.sweep import prepare
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    add_matrix_arguments(p)
+
+
+def execute(args: argparse.Namespace) -> int:
+    plan = prepare(load_matrix(args.matrix))
+    m = plan.matrix
+    print(f"# campaign {campaign_root(args, m)}: {len(plan.points)} points x {m.repeats} repeats "
+          f"= {len(plan.points) * m.repeats} runs, timeout {m.timeout:g}s per run")
+    for prepared in plan.points:
+        params = " ".join(f"{k}={v}" for k, v in prepared.point.params)
+        extra = "  (oversubscribed)" if prepared.command.oversubscribed else ""
+        print(f"{prepared.point.id}  {params}{extra}")
+        print(f"    {prepared.command.shell()}")
+    for point, why in plan.skipped:
+        print(f"{point.id}  SKIPPED: {why}")
+    return 0

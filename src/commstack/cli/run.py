@@ -1,0 +1,35 @@
+"""Run a matrix: every point and repeat not yet done, resuming an existing campaign."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from commstack.cli import plan as plan_command
+from commstack.cli.common import add_matrix_arguments, campaign_root
+from commstack.matrix.load import load_matrix
+from commstack.sweep import prepare, run_sweep
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    add_matrix_arguments(p)
+    p.add_argument("--dry-run", action="store_true", help="print the plan, launch nothing")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="run again points whose last attempt failed (crash, timeout, parse error)")
+    p.add_argument("--report", action="store_true", help="write the report when the sweep ends")
+
+
+def execute(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        return plan_command.execute(args)
+    plan = prepare(load_matrix(args.matrix))
+    root = campaign_root(args, plan.matrix)
+    result = run_sweep(plan, root, retry_failed=args.retry_failed)
+    print(f"campaign {root}: {result.ran} runs now, {result.skipped_done} already done, "
+          f"{result.failed} failed" + (" -- interrupted, run again to resume" if
+                                       result.interrupted else ""), file=sys.stderr)
+    if args.report and not result.interrupted:
+        from commstack.report.markdown import write_report
+
+        print(write_report(root))
+    return result.exit_code

@@ -1,0 +1,44 @@
+"""Show per point and repeat what is done, failed, running or pending in a campaign."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+
+from commstack.cli.common import existing_campaign
+from commstack.matrix.expand import expand
+from commstack.matrix.load import load_matrix
+from commstack.store.campaign import Campaign
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("campaign", type=Path, help="results/<machine>/<campaign>")
+    p.add_argument("--matrix", type=Path, default=None,
+                   help="matrix to compare against (default: the copy saved by the last run)")
+    p.add_argument("--verbose", "-v", action="store_true", help="one line per point")
+
+
+def execute(args: argparse.Namespace) -> int:
+    campaign = Campaign(existing_campaign(args.campaign))
+    matrix_path = args.matrix or _last_matrix(campaign)
+    matrix = load_matrix(matrix_path)
+    totals: Counter = Counter()
+    for point in expand(matrix):
+        states = [campaign.state(point.id, r) for r in range(1, matrix.repeats + 1)]
+        totals.update(states)
+        if args.verbose:
+            params = " ".join(f"{k}={v}" for k, v in point.params)
+            print(f"{point.id}  {' '.join(s[0] for s in states)}  {params}")
+    summary = ", ".join(f"{totals[s]} {s}" for s in ("done", "failed", "running", "pending"))
+    print(f"{campaign.root}: {summary} (of {sum(totals.values())} runs)")
+    return 0 if totals["failed"] == 0 else 3
+
+
+def _last_matrix(campaign: Campaign) -> Path:
+    sessions = sorted((campaign.root / "sessions").glob("*/matrix.yaml"))
+    if not sessions:
+        from commstack.errors import CampaignError
+
+        raise CampaignError(f"{campaign.root}: no run recorded yet; pass --matrix")
+    return sessions[-1]

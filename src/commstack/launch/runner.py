@@ -1,0 +1,87 @@
+"""Run one launch command with a timeout, its output going straight to files.
+
+The launcher runs in its own session (process group), so a timeout or an interrupt can kill the
+whole MPI job; on Linux it also gets SIGTERM if this harness dies (even from SIGKILL).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from commstack.launch.command import LaunchCommand
+
+KILL_GRACE_S = 5.0
+_PR_SET_PDEATHSIG = 1
+
+
+class Interrupted(Exception):
+    """The harness was asked to stop (SIGINT, SIGTERM) while a point was running."""
+
+
+@dataclass
+class RunOutcome:
+    status: str  # ok | crash | timeout | interrupted
+    exit_code: Optional[int]
+    start: float
+    end: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.end - self.start
+
+
+def _die_with_parent() -> None:
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:  # not glibc Linux: the launcher may outlive a killed harness
+        pass
+
+
+def run(cmd: LaunchCommand, stdout: Path, stderr: Path, timeout: float, cwd: Path) -> RunOutcome:
+    env = cmd.full_env()
+    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+        start = time.time()
+        proc = subprocess.Popen(
+            cmd.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return RunOutcome("timeout", proc.returncode, start, time.time())
+        except (KeyboardInterrupt, Interrupted):
+            _kill_group(proc)
+            return RunOutcome("interrupted", proc.returncode, start, time.time())
+    return RunOutcome("ok" if code == 0 else "crash", code, start, time.time())
+
+
+def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
+    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, KILL_GRACE_S)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=wait)
+            # Ranks may linger in the group after the launcher exits.
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        except subprocess.TimeoutExpired:
+            continue
+        return

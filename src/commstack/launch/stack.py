@@ -1,0 +1,115 @@
+"""Find a stack's launcher and benchmark executables, and the environment they need."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional
+
+from commstack.matrix.model import Stack
+
+DEFAULT_LAUNCHER = {
+    "openmpi": "mpirun",
+    "intelmpi": "mpirun",
+    "mpich": "mpiexec",
+    "cray-mpich": "srun",
+}
+
+
+class StackError(RuntimeError):
+    """A stack whose launcher or benchmark cannot be found."""
+
+
+@dataclass
+class ResolvedStack:
+    stack: Stack
+    launcher: str  # absolute path
+    bin_dirs: List[str] = field(default_factory=list)
+    lib_dirs: List[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.stack.name
+
+    @property
+    def flavour(self) -> str:
+        return self.stack.flavour
+
+    def search_path(self) -> str:
+        return os.pathsep.join(self.bin_dirs + [os.environ.get("PATH", "")])
+
+    def find(self, executable: str) -> str:
+        """Absolute path of a benchmark executable, searched in the stack first, then PATH."""
+        if os.sep in executable:
+            if os.access(executable, os.X_OK):
+                return os.path.abspath(executable)
+            raise StackError(f"stack {self.name!r}: benchmark executable {executable} does not exist")
+        found = shutil.which(executable, path=self.search_path())
+        if not found:
+            where = ", ".join(self.bin_dirs) or "(no stack directories)"
+            raise StackError(
+                f"stack {self.name!r}: benchmark executable {executable!r} not found in {where} "
+                "or PATH; build it (see README: Spack environments) or set the stack's `bin`"
+            )
+        return found
+
+    def prepends(self) -> Dict[str, List[str]]:
+        """Directories to put in front of PATH and LD_LIBRARY_PATH."""
+        return {k: v for k, v in (("PATH", self.bin_dirs), ("LD_LIBRARY_PATH", self.lib_dirs)) if v}
+
+    def env_delta(self) -> Dict[str, str]:
+        """Plain variables this stack sets (I_MPI_ROOT and the stack's `env`)."""
+        delta: Dict[str, str] = {}
+        if self.flavour == "intelmpi" and self.stack.root:
+            delta["I_MPI_ROOT"] = self.stack.root
+        delta.update(dict(self.stack.env))
+        return delta
+
+    def full_env(self) -> Dict[str, str]:
+        """The caller's environment with this stack's directories and variables applied."""
+        return apply_env(os.environ, self.env_delta(), self.prepends())
+
+
+def apply_env(base: "Mapping[str, str]", env: Dict[str, str],
+              prepends: Dict[str, List[str]]) -> Dict[str, str]:
+    full = dict(base)
+    for name, dirs in prepends.items():
+        full[name] = os.pathsep.join(dirs + ([full[name]] if full.get(name) else []))
+    full.update(env)
+    return full
+
+
+def resolve(stack: Stack) -> ResolvedStack:
+    if stack.unresolved:
+        raise StackError(f"stack {stack.name!r}: {stack.unresolved}")
+    bin_dirs: List[str] = []
+    lib_dirs: List[str] = []
+    if stack.bin:
+        _must_exist(stack, "bin", stack.bin)
+        bin_dirs.append(stack.bin)
+    if stack.root:
+        _must_exist(stack, "view" if stack.view else "prefix", stack.root)
+        root = Path(stack.root)
+        if (root / "bin").is_dir():
+            bin_dirs.append(str(root / "bin"))
+        for lib in ("lib", "lib64"):
+            if (root / lib).is_dir():
+                lib_dirs.append(str(root / lib))
+    launcher = stack.launcher or DEFAULT_LAUNCHER[stack.flavour]
+    path = os.pathsep.join(bin_dirs + [os.environ.get("PATH", "")])
+    found = launcher if os.sep in launcher and os.access(launcher, os.X_OK) else shutil.which(
+        launcher, path=path
+    )
+    if not found:
+        raise StackError(
+            f"stack {stack.name!r}: launcher {launcher!r} not found in "
+            f"{', '.join(bin_dirs) or 'the stack'} or PATH"
+        )
+    return ResolvedStack(stack, os.path.abspath(found), bin_dirs, lib_dirs)
+
+
+def _must_exist(stack: Stack, key: str, path: Optional[str]) -> None:
+    if path and not os.path.isdir(path):
+        raise StackError(f"stack {stack.name!r}: {key} {path} is not a directory")

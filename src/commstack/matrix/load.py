@@ -1,0 +1,210 @@
+"""Read a matrix file, validate it against the schema and the parameter rules.
+
+Every error names the file, the key (as a dotted path) and what was expected, and is raised
+before anything is launched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Dict, Iterable, List
+
+import jsonschema
+import yaml
+
+from commstack.benchmarks import registry
+from commstack.matrix import parameters as P
+from commstack.matrix.model import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, Matrix, MatrixError, Stack
+
+_SCHEMA = json.loads((Path(__file__).with_name("schema.json")).read_text())
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def load_matrix(path: "str | os.PathLike[str]") -> Matrix:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise MatrixError(f"{path}: cannot read matrix: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise MatrixError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise MatrixError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    _check_schema(path, data)
+
+    benchmark = registry.get(data["benchmark"])
+    stacks = {name: _stack(path, name, spec) for name, spec in data["stacks"].items()}
+    matrix = Matrix(
+        path=path,
+        text=text,
+        campaign=data.get("campaign", path.stem),
+        benchmark=benchmark,
+        stacks=stacks,
+        repeats=data.get("repeats", DEFAULT_REPEATS),
+        timeout=float(data.get("timeout", DEFAULT_TIMEOUT_S)),
+        description=data.get("description", ""),
+        parameters=dict(data.get("parameters", {})),
+        product={k: list(v) for k, v in data.get("product", {}).items()},
+        zip=[{k: list(v) for k, v in group.items()} for group in data.get("zip", [])],
+        exclude=list(data.get("exclude", [])),
+    )
+    _check_names(matrix)
+    return matrix
+
+
+def _check_schema(path: Path, data: Dict[str, Any]) -> None:
+    validator = jsonschema.Draft202012Validator(_SCHEMA)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return
+    lines = [f"{path}: {_key(e.absolute_path)}: {_explain(e)}" for e in errors]
+    raise MatrixError("\n".join(lines))
+
+
+def _key(parts: Iterable[Any]) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def _explain(error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        allowed = ", ".join(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return f"unknown key {', '.join(map(repr, extra))}; expected one of: {allowed}"
+    if error.validator == "minItems":
+        return "empty list; an axis needs at least one value"
+    if error.validator == "enum":
+        return f"{error.instance!r} is not one of {', '.join(map(str, error.validator_value))}"
+    if error.validator == "type":
+        expected = error.validator_value
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"expected {expected}, got {type(error.instance).__name__} {error.instance!r}"
+    if error.validator == "required":
+        return error.message
+    return error.message
+
+
+def _expand_vars(value: str) -> "tuple[str, str | None]":
+    """Expand ${VAR} and ${VAR:-default}; return (text, name of an unset variable or None)."""
+    missing: List[str] = []
+
+    def sub(match: "re.Match[str]") -> str:
+        name, default = match.group(1), match.group(2)
+        if name in os.environ:
+            return os.environ[name]
+        if default is not None:
+            return default
+        missing.append(name)
+        return match.group(0)
+
+    text = _VAR.sub(sub, value)
+    return text, (missing[0] if missing else None)
+
+
+def _stack(path: Path, name: str, spec: Dict[str, Any]) -> Stack:
+    fields: Dict[str, Any] = {}
+    unresolved = None
+    for key in ("prefix", "view", "bin", "launcher"):
+        if key in spec:
+            fields[key], missing = _expand_vars(spec[key])
+            if missing:  # reported when the stack is used (see launch.stack.resolve)
+                unresolved = unresolved or f"{key} uses ${{{missing}}}, which is not set"
+    for key in ("prefix", "view", "bin"):
+        if key in fields:
+            fields[key] = os.path.abspath(os.path.expanduser(fields[key]))
+    env = tuple(sorted((str(k), _env_value(v)) for k, v in spec.get("env", {}).items()))
+    return Stack(
+        name=name,
+        flavour=spec["flavour"],
+        launcher_args=tuple(spec.get("launcher_args", ())),
+        env=env,
+        optional=bool(spec.get("optional", False)),
+        unresolved=unresolved,
+        **fields,
+    )
+
+
+def _env_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _check_names(m: Matrix) -> None:
+    """Names are known, each appears once, stacks exist, values fit their parameter."""
+    where: Dict[str, str] = {}
+
+    def claim(name: str, place: str) -> None:
+        if name in where:
+            raise MatrixError(f"{m.path}: {place}: {name!r} is already given in {where[name]}")
+        where[name] = place
+
+    for name in m.parameters:
+        claim(name, f"parameters.{name}")
+    for name in m.product:
+        claim(name, f"product.{name}")
+    for i, group in enumerate(m.zip):
+        lengths = {k: len(v) for k, v in group.items()}
+        if len(set(lengths.values())) > 1:
+            detail = ", ".join(f"{k}: {n}" for k, n in lengths.items())
+            raise MatrixError(f"{m.path}: zip[{i}]: zipped lists must have equal lengths ({detail})")
+        for name in group:
+            claim(name, f"zip[{i}].{name}")
+
+    for name, place in where.items():
+        try:
+            P.classify(name, m.benchmark)
+        except ValueError as exc:
+            raise MatrixError(f"{m.path}: {place}: {exc}") from None
+
+    for i, rule in enumerate(m.exclude):
+        for name in rule:
+            if name not in where:
+                raise MatrixError(
+                    f"{m.path}: exclude[{i}].{name}: not a parameter of this matrix "
+                    f"(known: {', '.join(where)})"
+                )
+
+    for name, place in where.items():
+        for value in _values(m, name):
+            _check_value(m, place, name, value)
+
+
+def _values(m: Matrix, name: str) -> List[Any]:
+    if name in m.parameters:
+        return [m.parameters[name]]
+    if name in m.product:
+        return m.product[name]
+    for group in m.zip:
+        if name in group:
+            return group[name]
+    return []
+
+
+def _check_value(m: Matrix, place: str, name: str, value: Any) -> None:
+    def bad(expected: str) -> MatrixError:
+        return MatrixError(f"{m.path}: {place}: {value!r} is not valid; expected {expected}")
+
+    if name == "stack" and value not in m.stacks:
+        raise bad(f"a stack defined under `stacks` ({', '.join(m.stacks)})")
+    if name in ("nodes", "ranks_per_node") and not (
+        isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    ):
+        raise bad("a positive integer")
+    if name == "mapping" and value not in P.MAPPINGS:
+        raise bad(" or ".join(P.MAPPINGS))
+    if name == "oversubscribe" and value not in (True, False, "auto"):
+        raise bad("true, false or auto")
+    option = m.benchmark.options.get(name)
+    if option is not None:
+        try:
+            option.render(value)
+        except ValueError as exc:
+            raise bad(str(exc).replace("expected ", "")) from None

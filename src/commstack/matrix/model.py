@@ -1,0 +1,78 @@
+"""Plain data for a loaded matrix and the points it expands to."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from commstack.benchmarks.registry import Benchmark
+
+DEFAULT_REPEATS = 5
+DEFAULT_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A named MPI stack variant: which MPI, where its binaries are, how to launch."""
+
+    name: str
+    flavour: str
+    prefix: Optional[str] = None
+    view: Optional[str] = None
+    bin: Optional[str] = None
+    launcher: Optional[str] = None
+    launcher_args: Tuple[str, ...] = ()
+    env: Tuple[Tuple[str, str], ...] = ()
+    optional: bool = False
+    unresolved: Optional[str] = None  # why an optional stack cannot be used (unset variable)
+
+    @property
+    def root(self) -> Optional[str]:
+        """The installation root: a Spack view, else a prefix."""
+        return self.view or self.prefix
+
+
+@dataclass(frozen=True)
+class Point:
+    """One combination of parameter values; its id is stable across matrix edits."""
+
+    benchmark: str
+    params: Tuple[Tuple[str, Any], ...]
+
+    @property
+    def id(self) -> str:
+        blob = json.dumps([self.benchmark, list(self.params)], sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def as_dict(self) -> Dict[str, Any]:
+        return dict(self.params)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.as_dict().get(name, default)
+
+
+@dataclass
+class Matrix:
+    path: Path
+    text: str
+    campaign: str
+    benchmark: Benchmark
+    stacks: Dict[str, Stack]
+    repeats: int = DEFAULT_REPEATS
+    timeout: float = DEFAULT_TIMEOUT_S
+    description: str = ""
+    parameters: Dict[str, Any] = field(default_factory=dict)
+    product: Dict[str, List[Any]] = field(default_factory=dict)
+    zip: List[Dict[str, List[Any]]] = field(default_factory=list)
+    exclude: List[Dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+class MatrixError(ValueError):
+    """A matrix that cannot be run; the message names the file and the key."""

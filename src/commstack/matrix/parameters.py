@@ -1,0 +1,86 @@
+"""What a matrix parameter name means, and which MPI flavours honour it.
+
+Four kinds of parameter exist:
+  * core       -- stack, nodes, ranks_per_node, mapping, oversubscribe, executable
+  * benchmark  -- an option of the chosen benchmark (see commstack.benchmarks.registry)
+  * env        -- an environment variable: UCX_TLS, I_MPI_FABRICS, FI_PROVIDER, ... or env.ANY_NAME
+  * mca        -- an Open MPI MCA parameter: mca.coll_hcoll_enable -> OMPI_MCA_coll_hcoll_enable
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from commstack.benchmarks.registry import Benchmark
+
+CORE = {
+    "stack": "name of a stack in `stacks`",
+    "nodes": "number of nodes (local launcher: 1)",
+    "ranks_per_node": "MPI ranks per node",
+    "mapping": "block | cyclic placement of ranks over NUMA domains",
+    "oversubscribe": "auto | true | false (auto: only when ranks exceed the cores here)",
+    "executable": "benchmark executable name or path (cartex: benchmark_mpi_comm, ...)",
+}
+
+MAPPINGS = ("block", "cyclic")
+FLAVOURS = ("openmpi", "intelmpi", "mpich", "cray-mpich")
+
+# Environment-variable families and the flavours whose libraries read them.
+ENV_FAMILIES = {
+    "UCX_": ("openmpi", "intelmpi", "mpich"),
+    "UCC_": ("openmpi",),
+    "HCOLL_": ("openmpi",),
+    "OMPI_": ("openmpi",),
+    "PMIX_": ("openmpi",),
+    "I_MPI_": ("intelmpi",),
+    "FI_": ("openmpi", "intelmpi", "mpich", "cray-mpich"),
+    "MPIR_CVAR_": ("intelmpi", "mpich", "cray-mpich"),
+    "MPICH_": ("mpich", "cray-mpich"),
+    "OMP_": FLAVOURS,
+}
+
+_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_MCA_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class ParameterKind:
+    kind: str  # core | benchmark | env | mca
+    env_name: Optional[str] = None  # for env and mca
+    family: Optional[str] = None  # env prefix, "mca", or None when any flavour honours it
+
+
+def classify(name: str, benchmark: Benchmark) -> ParameterKind:
+    """Classify a parameter name; raise ValueError saying what names are accepted."""
+    if name in CORE:
+        return ParameterKind("core")
+    if name in benchmark.options:
+        return ParameterKind("benchmark")
+    if name.startswith("mca."):
+        mca = name[4:]
+        if not _MCA_NAME.match(mca):
+            raise ValueError(f"MCA parameter name {mca!r} is not of the form lower_case_name")
+        return ParameterKind("mca", env_name=f"OMPI_MCA_{mca}", family="mca")
+    if name.startswith("env."):
+        var = name[4:]
+        if not _ENV_NAME.match(var):
+            raise ValueError(f"environment variable name {var!r} must be UPPER_CASE")
+        return ParameterKind("env", env_name=var)
+    for prefix in ENV_FAMILIES:
+        if name.startswith(prefix) and _ENV_NAME.match(name):
+            return ParameterKind("env", env_name=name, family=prefix)
+    raise ValueError(
+        f"unknown parameter; expected one of: {', '.join(CORE)}; an option of "
+        f"{benchmark.name} ({', '.join(benchmark.options)}); an environment variable "
+        f"({', '.join(p + '*' for p in ENV_FAMILIES)}, or env.NAME); or mca.<name>"
+    )
+
+
+def flavour_honours(kind: ParameterKind, flavour: str) -> bool:
+    if kind.family is None:
+        return True
+    if kind.family == "mca":
+        return flavour == "openmpi"
+    return flavour in ENV_FAMILIES[kind.family]

@@ -1,0 +1,165 @@
+"""What ran where: host, CPU, topology, MPI and UCX versions, git commit, Spack specs, UCX vars.
+
+Collected once per session (campaign-level, saved under sessions/<id>/) and per record
+(the UCX variables each point set, and what UCX said about them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional
+
+import commstack
+from commstack.launch.stack import ResolvedStack
+
+SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "KEY", "CREDENTIAL",
+                "AUTH", "COOKIE", "PRIVATE", "SESSION")
+_URL_CREDENTIALS = re.compile(r"(\w+://)[^/@\s:]+:[^/@\s]+@")
+
+
+def scrub_env(env: Dict[str, str]) -> Dict[str, str]:
+    """Drop variables whose names suggest secrets; mask credentials inside URLs."""
+    clean = {}
+    for name, value in env.items():
+        if any(word in name.upper() for word in SECRET_WORDS):
+            continue
+        clean[name] = _URL_CREDENTIALS.sub(r"\1***@", value)
+    return clean
+
+
+def _capture(argv: List[str], env: Optional[Dict[str, str]] = None, timeout: float = 30) -> str:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"<{argv[0]} failed: {exc}>"
+    return proc.stdout + (proc.stderr if proc.returncode else "")
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_commit(start: Path) -> Optional[str]:
+    out = _capture(["git", "-C", str(start), "rev-parse", "HEAD"])
+    if not re.fullmatch(r"[0-9a-f]{40}\s*", out):
+        return None
+    dirty = _capture(["git", "-C", str(start), "status", "--porcelain", "--untracked-files=no"])
+    return out.strip() + ("-dirty" if dirty.strip() else "")
+
+
+def spack_specs(root: Optional[str]) -> List[dict]:
+    """Name, version and hash of the Spack packages in a view or install prefix, if any."""
+    if not root:
+        return []
+    meta = Path(root) / ".spack"
+    candidates = [meta / "spec.json"] + sorted(meta.glob("*/spec.json")) if meta.is_dir() else []
+    specs = []
+    for path in candidates:
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text())
+                for node in data.get("spec", {}).get("nodes", [])[:1]:
+                    specs.append({"name": node.get("name"), "version": node.get("version"),
+                                  "hash": node.get("hash")})
+            except (OSError, ValueError):
+                continue
+    return specs
+
+
+VERSION_TOOLS = {
+    "openmpi": [("ompi_info.txt", ["ompi_info", "--parsable"])],
+    "intelmpi": [("impi_info.txt", ["impi_info"])],
+    "mpich": [("mpichversion.txt", ["mpichversion"])],
+    "cray-mpich": [],
+}
+
+
+def mpi_info(stack: ResolvedStack) -> Dict[str, str]:
+    """Version text of the stack's MPI (and UCX), keyed by output file name."""
+    env = stack.full_env()
+    path = env["PATH"]
+    # Debian suffixes each MPI's tools when several are installed: mpirun.openmpi, ompi_info...
+    launcher = Path(stack.launcher).name
+    suffix = launcher[len("mpirun"):] if launcher.startswith("mpirun.") else ""
+    out: Dict[str, str] = {}
+    for name, (tool, *args) in VERSION_TOOLS[stack.flavour]:
+        exe = shutil.which(tool + suffix, path=path) or shutil.which(tool, path=path)
+        out[name] = _capture([exe, *args], env) if exe else f"<{tool} not found>"
+    exe = shutil.which("ucx_info", path=path)
+    if exe:
+        out["ucx_info.txt"] = _capture([exe, "-v"], env)
+    return out
+
+
+def known_ucx_variables(stack: ResolvedStack) -> Optional[set]:
+    """Every UCX_* variable this UCX knows (ucx_info -c -a), or None without ucx_info."""
+    env = stack.full_env()
+    exe = shutil.which("ucx_info", path=env["PATH"])
+    if not exe:
+        return None
+    text = _capture([exe, "-c", "-a"], env)
+    names = set(re.findall(r"^(UCX_[A-Z0-9_]+)=", text, re.M))
+    return names or None
+
+
+def session_info(stacks: Iterable[ResolvedStack], repo: Path) -> dict:
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "cpu_model": cpu_model(),
+        "cpus_available": len(os.sched_getaffinity(0)),
+        "python": sys.version.split()[0],
+        "commstack_version": commstack.__version__,
+        "git_commit": git_commit(repo),
+        "argv": sys.argv,
+        "environment": scrub_env(dict(os.environ)),
+        "stacks": {
+            s.name: {"flavour": s.flavour, "launcher": s.launcher, "root": s.stack.root,
+                     "spack": spack_specs(s.stack.root)}
+            for s in stacks
+        },
+    }
+
+
+def topology_xml() -> Optional[str]:
+    exe = shutil.which("lstopo-no-graphics") or shutil.which("lstopo")
+    if not exe:
+        return None
+    return _capture([exe, "--of", "xml", "-"])
+
+
+# --- per record: what UCX said about the variables -----------------------------------------
+_UNUSED = re.compile(r"unused env(?:ironment)? variables?:\s*(.+?)(?:\s*\(set UCX_WARN|$)", re.M)
+_REPORTED = re.compile(r"\[[\d.]+\]\s+\[[^:\]]+:(\d+)\s*:\d+\].*UCX_\* env variables:\s*(.*)$", re.M)
+
+
+def ucx_report(env: Dict[str, str], output: str, known: Optional[set]) -> dict:
+    """UCX variables set for a point, which UCX did not recognise, and what the ranks reported."""
+    in_effect = {k: v for k, v in env.items() if k.startswith("UCX_")}
+    unused = sorted({name for m in _UNUSED.finditer(output)
+                     for name in re.findall(r"UCX_[A-Z0-9_]+", m.group(1))})
+    unknown = sorted(k for k in in_effect if known is not None and k not in known)
+    by_rank = {}
+    for m in _REPORTED.finditer(output):
+        pairs = dict(item.split("=", 1) for item in m.group(2).split() if "=" in item)
+        by_rank[m.group(1)] = pairs
+    return {
+        "in_effect": in_effect,
+        "unrecognised": sorted(set(unused) | set(unknown)),
+        "unused_reported": unused,
+        "reported_by_process": by_rank,
+    }

@@ -1,0 +1,169 @@
+"""The result store of one campaign: results/<machine>/<campaign>/.
+
+Layout:
+  campaign.json                     who/what created it (written once)
+  sessions/<id>/                    one per `commstack run`: matrix copy, provenance, topology
+  points/<point id>/point.json      the point's parameters (written once)
+  points/<point id>/rep<k>.try<n>/  one attempt at repeat k: stdout.txt, stderr.txt, record.json
+  records.csv                       tidy table of every record (derived, regenerated)
+
+An attempt directory is claimed with mkdir (exclusive) and holds a lock while it runs, so two
+runners never take the same attempt and a directory left by a killed runner is recognised.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional
+
+from commstack.matrix.model import Point
+from commstack.store.files import read_json, write_new_json
+
+DONE, FAILED, PENDING, RUNNING = "done", "failed", "pending", "running"
+# Statuses that count as a failed attempt; `interrupted` (and no record at all) mean "not run".
+FAILURES = ("crash", "timeout", "parse-error", "launch-error")
+_ATTEMPT = re.compile(r"^rep(\d+)\.try(\d+)$")
+
+
+@dataclass
+class Attempt:
+    path: Path
+    repeat: int
+    number: int
+    _lock_fd: Optional[int] = None
+
+    @property
+    def record_path(self) -> Path:
+        return self.path / "record.json"
+
+    def record(self) -> Optional[dict]:
+        try:
+            return read_json(self.record_path)
+        except FileNotFoundError:
+            return None
+
+    def is_locked(self) -> bool:
+        """True while some runner holds this attempt."""
+        try:
+            fd = os.open(self.path / ".lock", os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+
+    def release(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+
+class Campaign:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def machine(self) -> str:
+        return self.root.parent.name
+
+    # --- creation -----------------------------------------------------------------------
+    def ensure(self, info: dict) -> None:
+        (self.root / "points").mkdir(parents=True, exist_ok=True)
+        (self.root / "sessions").mkdir(exist_ok=True)
+        if not (self.root / "campaign.json").exists():
+            try:
+                write_new_json(self.root / "campaign.json", info)
+            except FileExistsError:  # another runner created it first
+                pass
+
+    def new_session(self) -> Path:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        base = f"{stamp}-{socket.gethostname()}-{os.getpid()}"
+        path = self.root / "sessions" / base
+        path.mkdir(parents=True)
+        return path
+
+    # --- points and attempts ----------------------------------------------------------------
+    def point_dir(self, point_id: str) -> Path:
+        return self.root / "points" / point_id
+
+    def save_point(self, point: Point) -> None:
+        path = self.point_dir(point.id)
+        path.mkdir(parents=True, exist_ok=True)
+        if not (path / "point.json").exists():
+            try:
+                write_new_json(path / "point.json", {"benchmark": point.benchmark,
+                                                     "params": point.as_dict()})
+            except FileExistsError:
+                pass
+
+    def attempts(self, point_id: str, repeat: Optional[int] = None) -> List[Attempt]:
+        found = []
+        directory = self.point_dir(point_id)
+        if not directory.is_dir():
+            return []
+        for entry in directory.iterdir():
+            m = _ATTEMPT.match(entry.name)
+            if m and (repeat is None or int(m.group(1)) == repeat):
+                found.append(Attempt(entry, int(m.group(1)), int(m.group(2))))
+        return sorted(found, key=lambda a: (a.repeat, a.number))
+
+    def state(self, point_id: str, repeat: int) -> str:
+        attempts = self.attempts(point_id, repeat)
+        records = [a.record() for a in attempts]
+        if any(r and r.get("status") == "ok" for r in records):
+            return DONE
+        if any(r is None and a.is_locked() for a, r in zip(attempts, records)):
+            return RUNNING
+        finished = [r for r in records if r and r.get("status") in FAILURES]
+        if finished and records[-1] is not None and records[-1].get("status") in FAILURES:
+            return FAILED
+        return PENDING
+
+    def claim(self, point_id: str, repeat: int) -> Attempt:
+        """Create the next attempt directory for (point, repeat) and lock it."""
+        while True:
+            numbers = [a.number for a in self.attempts(point_id, repeat)]
+            number = max(numbers, default=0) + 1
+            path = self.point_dir(point_id) / f"rep{repeat}.try{number}"
+            try:
+                path.mkdir()
+            except FileExistsError:
+                continue  # another runner took this number; try the next
+            fd = os.open(path / ".lock", os.O_CREAT | os.O_RDWR, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return Attempt(path, repeat, number, fd)
+
+    def records(self) -> Iterator[dict]:
+        points = self.root / "points"
+        if not points.is_dir():
+            return
+        for point_dir in sorted(points.iterdir()):
+            for attempt in self.attempts(point_dir.name):
+                record = attempt.record()
+                if record is not None:
+                    yield record
+
+    def point_params(self) -> Dict[str, dict]:
+        out = {}
+        points = self.root / "points"
+        for point_dir in sorted(points.iterdir()) if points.is_dir() else []:
+            try:
+                out[point_dir.name] = read_json(point_dir / "point.json")["params"]
+            except FileNotFoundError:
+                continue
+        return out

@@ -1,0 +1,227 @@
+"""A sweep from start to end: expand the matrix, prepare every command, run what is not done.
+
+Order of work: repeats are the outer loop (every point once, then every point again), so slow
+drift of the machine spreads over all points instead of biasing one.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+import commstack
+from commstack import provenance
+from commstack.benchmarks import registry
+from commstack.launch import runner
+from commstack.launch.command import LaunchCommand, LaunchError, local_command
+from commstack.launch.stack import ResolvedStack, StackError, resolve
+from commstack.matrix.expand import expand
+from commstack.matrix.model import Matrix, Point
+from commstack.parsers.errors import ParseError
+from commstack.store import campaign as store
+from commstack.store.campaign import Campaign
+from commstack.store.files import write_new, write_new_json
+from commstack.store.table import write_records_csv
+
+REPO_ROOT = Path(commstack.__file__).resolve().parents[2]
+
+
+@dataclass
+class PreparedPoint:
+    point: Point
+    stack: ResolvedStack
+    command: LaunchCommand
+
+
+@dataclass
+class Plan:
+    matrix: Matrix
+    points: List[PreparedPoint]
+    skipped: List[Tuple[Point, str]] = field(default_factory=list)  # optional stacks missing
+
+
+def prepare(matrix: Matrix) -> Plan:
+    """Expand and build every command; raise on any problem before anything is launched."""
+    points = expand(matrix)
+    resolved: Dict[str, ResolvedStack] = {}
+    missing: Dict[str, str] = {}
+    for name in sorted({p.get("stack") for p in points}):
+        stack = matrix.stacks[name]
+        try:
+            resolved[name] = resolve(stack)
+        except StackError as exc:
+            if not stack.optional:
+                raise
+            missing[name] = str(exc)
+    plan = Plan(matrix, [])
+    for point in points:
+        name = point.get("stack")
+        if name in missing:
+            plan.skipped.append((point, missing[name]))
+            continue
+        try:
+            command = local_command(point, matrix.benchmark, resolved[name])
+        except StackError as exc:
+            if not matrix.stacks[name].optional:
+                raise
+            plan.skipped.append((point, str(exc)))
+            continue
+        plan.points.append(PreparedPoint(point, resolved[name], command))
+    return plan
+
+
+@dataclass
+class SweepResult:
+    done: int = 0
+    failed: int = 0
+    ran: int = 0
+    skipped_done: int = 0
+    interrupted: bool = False
+    campaign: Optional[Campaign] = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        return 0 if self.failed == 0 else 3
+
+
+def _raise_interrupted(signum: int, frame: object) -> None:
+    raise runner.Interrupted(f"signal {signum}")
+
+
+def run_sweep(
+    plan: Plan,
+    campaign_root: Path,
+    retry_failed: bool = False,
+    log: Callable[[str], None] = lambda s: print(s, flush=True),
+) -> SweepResult:
+    matrix = plan.matrix
+    campaign = Campaign(campaign_root)
+    campaign.ensure({"campaign": campaign.name, "machine": campaign.machine,
+                     "benchmark": matrix.benchmark.name, "created": time.time(),
+                     "matrix": str(matrix.path), "commstack_version": commstack.__version__})
+    for point, why in plan.skipped:
+        log(f"skip point {point.id}: {why}")
+    session = _start_session(campaign, plan)
+    parse = registry.parser_for(matrix.benchmark.name)
+    known_ucx = {s.name: provenance.known_ucx_variables(s)
+                 for s in {p.stack.name: p.stack for p in plan.points}.values()}
+
+    result = SweepResult(campaign=campaign)
+    old_term = signal.signal(signal.SIGTERM, _raise_interrupted)
+    total = len(plan.points) * matrix.repeats
+    index = 0
+    try:
+        for repeat in range(1, matrix.repeats + 1):
+            for prepared in plan.points:
+                index += 1
+                pid = prepared.point.id
+                state = campaign.state(pid, repeat)
+                if state == store.DONE or state == store.RUNNING:
+                    result.skipped_done += state == store.DONE
+                    continue
+                if state == store.FAILED and not retry_failed:
+                    result.failed += 1
+                    continue
+                record = _run_one(campaign, session, prepared, repeat, matrix, parse,
+                                  known_ucx[prepared.stack.name])
+                result.ran += 1
+                status = record["status"]
+                log(f"[{index}/{total}] rep {repeat} {pid} {_label(prepared.point)}: {status}"
+                    f" ({record['duration_s']:.1f}s)")
+                if status == "interrupted":
+                    result.interrupted = True
+                    return result
+                if status == "ok":
+                    result.done += 1
+                else:
+                    result.failed += 1
+    except (KeyboardInterrupt, runner.Interrupted):
+        result.interrupted = True
+        return result
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+        write_records_csv(campaign.root, campaign.records())
+    return result
+
+
+def _label(point: Point) -> str:
+    return " ".join(f"{k}={v}" for k, v in point.params if k != "benchmarks")
+
+
+def _start_session(campaign: Campaign, plan: Plan) -> Path:
+    session = campaign.new_session()
+    write_new(session / "matrix.yaml", plan.matrix.text.encode())
+    stacks = list({p.stack.name: p.stack for p in plan.points}.values())
+    info = provenance.session_info(stacks, REPO_ROOT)
+    info["matrix_sha256"] = plan.matrix.sha256
+    write_new_json(session / "provenance.json", info)
+    xml = provenance.topology_xml()
+    if xml:
+        write_new(session / "topology.xml", xml.encode())
+    for stack in stacks:
+        for name, text in provenance.mpi_info(stack).items():
+            write_new(session / f"{stack.name}.{name}", text.encode())
+    return session
+
+
+def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, repeat: int,
+             matrix: Matrix, parse: Callable, known_ucx: Optional[set]) -> dict:
+    point, command = prepared.point, prepared.command
+    campaign.save_point(point)
+    attempt = campaign.claim(point.id, repeat)
+    try:
+        stdout, stderr = attempt.path / "stdout.txt", attempt.path / "stderr.txt"
+        outcome = runner.run(command, stdout, stderr, matrix.timeout, cwd=attempt.path)
+        text = stdout.read_text(errors="replace")
+        status, parsed, notes, error = outcome.status, None, [], None
+        if status == "ok":
+            try:
+                output = parse(text)
+                parsed = output.rows if hasattr(output, "rows") else {
+                    "runtime": output.runtime, "ranks": output.ranks, **output.values}
+                notes = list(output.notes)
+            except ParseError as exc:
+                status, error = "parse-error", str(exc)
+        both = text + "\n" + stderr.read_text(errors="replace")
+        record = {
+            "schema": 1,
+            "campaign": campaign.name,
+            "machine": campaign.machine,
+            "benchmark": matrix.benchmark.name,
+            "point_id": point.id,
+            "repeat": repeat,
+            "attempt": attempt.number,
+            "params": point.as_dict(),
+            "stack": prepared.stack.name,
+            "stack_info": {"flavour": prepared.stack.flavour, "root": prepared.stack.stack.root,
+                           "launcher": prepared.stack.launcher},
+            "argv": command.argv,
+            "env": provenance.scrub_env(command.env),
+            "env_prepends": command.prepends,
+            "command": command.shell(),
+            "ranks": command.ranks,
+            "nodes": point.get("nodes", 1),
+            "oversubscribed": command.oversubscribed,
+            "status": status,
+            "exit_code": outcome.exit_code,
+            "timeout_s": matrix.timeout,
+            "start": outcome.start,
+            "end": outcome.end,
+            "duration_s": outcome.duration_s,
+            "parsed": parsed,
+            "parse_error": error,
+            "notes": notes,
+            "ucx": provenance.ucx_report(command.full_env(), both, known_ucx),
+            "session": session.name,
+            "stdout": "stdout.txt",
+            "stderr": "stderr.txt",
+        }
+        write_new_json(attempt.record_path, record)
+        return record
+    finally:
+        attempt.release()

@@ -1,0 +1,51 @@
+"""Shared test helpers: where the real MPIs of this machine are, and matrix writing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def intel_mpi_root() -> "Path | None":
+    """The Intel MPI from PyPI (impi-rt): I_MPI_ROOT, or the running Python's prefix."""
+    for candidate in (os.environ.get("I_MPI_ROOT"), sys.prefix):
+        if candidate and (Path(candidate) / "bin" / "IMB-MPI1").exists():
+            return Path(candidate)
+    return None
+
+
+@pytest.fixture(scope="session")
+def impi_root() -> Path:
+    root = intel_mpi_root()
+    if root is None:
+        pytest.skip("skipped: no Intel MPI (pip install impi-rt impi-devel; scripts/test.sh does)")
+    os.environ["I_MPI_ROOT"] = str(root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def openmpi_launcher() -> str:
+    exe = shutil.which("mpirun.openmpi")
+    if exe is None:
+        pytest.skip("skipped: no Debian Open MPI (apt install openmpi-bin libopenmpi-dev)")
+    return exe
+
+
+@pytest.fixture
+def write_matrix(tmp_path: Path):
+    """Write a matrix (YAML text, dedented) under tmp/matrices/local/<name>.yaml."""
+
+    def write(text: str, name: str = "m") -> Path:
+        path = tmp_path / "matrices" / "local" / f"{name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+        return path
+
+    return write

@@ -1,0 +1,146 @@
+"""Malformed matrices are rejected before any launch, with the file and key named."""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+import pytest
+
+from commstack.matrix.expand import expand
+from commstack.matrix.load import load_matrix
+from commstack.matrix.model import MatrixError
+
+GOOD_STACKS = """
+stacks:
+  impi: {flavour: intelmpi}
+  ompi: {flavour: openmpi, launcher: mpirun.openmpi}
+"""
+
+
+def rejected(write_matrix, text: str) -> str:
+    path = write_matrix(text)
+    with pytest.raises(MatrixError) as info:
+        expand(load_matrix(path))
+    message = str(info.value)
+    assert str(path) in message
+    return message
+
+
+def test_unknown_top_level_key(write_matrix):
+    msg = rejected(write_matrix, "benchmark: imb-mpi1\nrepeat: 3\n" + GOOD_STACKS)
+    assert "unknown key 'repeat'" in msg and "repeats" in msg
+
+
+def test_wrong_type(write_matrix):
+    msg = rejected(write_matrix, "benchmark: imb-mpi1\nrepeats: five\n" + GOOD_STACKS)
+    assert "repeats" in msg and "expected integer" in msg
+
+
+def test_empty_axis(write_matrix):
+    msg = rejected(write_matrix, "benchmark: imb-mpi1\nproduct:\n  UCX_TLS: []\n" + GOOD_STACKS)
+    assert "product.UCX_TLS" in msg and "empty list" in msg
+
+
+def test_unknown_flavour(write_matrix):
+    msg = rejected(write_matrix, "benchmark: imb-mpi1\nstacks:\n  x: {flavour: mvapich}\n")
+    assert "stacks.x.flavour" in msg and "mvapich" in msg and "openmpi" in msg
+
+
+def test_unknown_benchmark(write_matrix):
+    msg = rejected(write_matrix, "benchmark: osu\n" + GOOD_STACKS)
+    assert "benchmark" in msg and "imb-mpi1" in msg
+
+
+def test_unknown_parameter(write_matrix):
+    msg = rejected(write_matrix, "benchmark: imb-mpi1\nproduct:\n  msglogg: ['0:4']\n"
+                   + GOOD_STACKS)
+    assert "product.msglogg" in msg and "unknown parameter" in msg and "msglog" in msg
+
+
+def test_axis_the_flavour_cannot_honour(write_matrix):
+    msg = rejected(write_matrix, dedent("""
+        benchmark: imb-mpi1
+        product:
+          stack: [impi, ompi]
+          mca.coll_hcoll_enable: [0, 1]
+        """) + GOOD_STACKS)
+    assert "mca.coll_hcoll_enable" in msg and "'impi'" in msg and "intelmpi" in msg
+
+
+def test_intel_variable_on_open_mpi(write_matrix):
+    msg = rejected(write_matrix, dedent("""
+        benchmark: imb-mpi1
+        parameters: {stack: ompi, I_MPI_FABRICS: shm}
+        """) + GOOD_STACKS)
+    assert "I_MPI_FABRICS" in msg and "openmpi" in msg
+
+
+def test_excluding_the_unhonoured_points_makes_it_valid(write_matrix):
+    path = write_matrix(dedent("""
+        benchmark: imb-mpi1
+        product:
+          stack: [impi, ompi]
+          mca.coll_hcoll_enable: [0, 1]
+        exclude:
+          - {stack: impi}
+        """) + GOOD_STACKS)
+    points = expand(load_matrix(path))
+    assert {p.get("stack") for p in points} == {"ompi"}
+    assert len(points) == 2
+
+
+def test_zip_lengths_must_match(write_matrix):
+    msg = rejected(write_matrix, dedent("""
+        benchmark: imb-mpi1
+        parameters: {stack: ompi}
+        zip:
+          - UCX_TLS: [sm, tcp]
+            UCX_RNDV_THRESH: [8kb]
+        """) + GOOD_STACKS)
+    assert "zip[0]" in msg and "equal lengths" in msg
+
+
+def test_parameter_given_twice(write_matrix):
+    msg = rejected(write_matrix, dedent("""
+        benchmark: imb-mpi1
+        parameters: {stack: ompi, UCX_TLS: sm}
+        product: {UCX_TLS: [sm, tcp]}
+        """) + GOOD_STACKS)
+    assert "product.UCX_TLS" in msg and "already given in parameters.UCX_TLS" in msg
+
+
+def test_unknown_stack_value(write_matrix):
+    msg = rejected(write_matrix, "benchmark: imb-mpi1\nproduct: {stack: [mvapich2]}\n"
+                   + GOOD_STACKS)
+    assert "product.stack" in msg and "mvapich2" in msg
+
+
+def test_bad_mapping_and_ranks(write_matrix):
+    msg = rejected(write_matrix, "benchmark: imb-mpi1\nparameters: {stack: ompi, mapping: "
+                   "scatter}\n" + GOOD_STACKS)
+    assert "parameters.mapping" in msg and "block or cyclic" in msg
+    msg = rejected(write_matrix, "benchmark: imb-mpi1\nparameters: {stack: ompi, "
+                   "ranks_per_node: 0}\n" + GOOD_STACKS)
+    assert "ranks_per_node" in msg and "positive integer" in msg
+
+
+def test_bad_cartex_triple(write_matrix):
+    msg = rejected(write_matrix, "benchmark: cartex\nparameters: {stack: ompi, node: '2 2'}\n"
+                   + GOOD_STACKS)
+    assert "parameters.node" in msg and "three integers" in msg
+
+
+def test_exclude_names_unknown_parameter(write_matrix):
+    msg = rejected(write_matrix, "benchmark: imb-mpi1\nparameters: {stack: ompi}\n"
+                   "exclude: [{UCX_TLS: sm}]\n" + GOOD_STACKS)
+    assert "exclude[0].UCX_TLS" in msg
+
+
+def test_several_stacks_need_a_choice(write_matrix):
+    msg = rejected(write_matrix, "benchmark: imb-mpi1\n" + GOOD_STACKS)
+    assert "stack" in msg and "several stacks" in msg
+
+
+def test_not_yaml_and_not_a_mapping(write_matrix):
+    assert "not valid YAML" in rejected(write_matrix, "benchmark: [imb\n")
+    assert "mapping at the top level" in rejected(write_matrix, "- a\n- b\n")
