@@ -49,3 +49,16 @@ def write_matrix(tmp_path: Path):
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def imb_openmpi_bin(tmp_path_factory) -> Path:
+    """IMB built by Spack against Debian Open MPI (offline, from the source mirror)."""
+    from tests import spack_support
+
+    reason = spack_support.spack_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    if shutil.which("mpirun.openmpi") is None:
+        pytest.skip("skipped: no Debian Open MPI (apt install openmpi-bin libopenmpi-dev)")
+    return spack_support.install_imb_openmpi(tmp_path_factory.mktemp("spack-imb"))

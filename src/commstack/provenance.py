@@ -82,7 +82,7 @@ def spack_specs(root: Optional[str]) -> List[dict]:
 
 VERSION_TOOLS = {
     "openmpi": [("ompi_info.txt", ["ompi_info", "--parsable"])],
-    "intelmpi": [("impi_info.txt", ["impi_info"])],
+    "intelmpi": [("version.txt", ["{launcher}", "-V"]), ("impi_info.txt", ["impi_info"])],
     "mpich": [("mpichversion.txt", ["mpichversion"])],
     "cray-mpich": [],
 }
@@ -97,7 +97,10 @@ def mpi_info(stack: ResolvedStack) -> Dict[str, str]:
     suffix = launcher[len("mpirun"):] if launcher.startswith("mpirun.") else ""
     out: Dict[str, str] = {}
     for name, (tool, *args) in VERSION_TOOLS[stack.flavour]:
-        exe = shutil.which(tool + suffix, path=path) or shutil.which(tool, path=path)
+        if tool == "{launcher}":
+            exe = stack.launcher
+        else:
+            exe = shutil.which(tool + suffix, path=path) or shutil.which(tool, path=path)
         out[name] = _capture([exe, *args], env) if exe else f"<{tool} not found>"
     exe = shutil.which("ucx_info", path=path)
     if exe:
@@ -144,6 +147,7 @@ def topology_xml() -> Optional[str]:
 
 # --- per record: what UCX said about the variables -----------------------------------------
 _UNUSED = re.compile(r"unused env(?:ironment)? variables?:\s*(.+?)(?:\s*\(set UCX_WARN|$)", re.M)
+_ENDPOINT = re.compile(r"\[[\d.]+\]\s+\[[^:\]]+:(\d+)\s*:\d+\].*ep_cfg\[\d+\]:\s*(.*)$", re.M)
 _REPORTED = re.compile(r"\[[\d.]+\]\s+\[[^:\]]+:(\d+)\s*:\d+\].*UCX_\* env variables:\s*(.*)$", re.M)
 
 
@@ -157,9 +161,13 @@ def ucx_report(env: Dict[str, str], output: str, known: Optional[set]) -> dict:
     for m in _REPORTED.finditer(output):
         pairs = dict(item.split("=", 1) for item in m.group(2).split() if "=" in item)
         by_rank[m.group(1)] = pairs
+    endpoints: Dict[str, List[str]] = {}
+    for m in _ENDPOINT.finditer(output):
+        endpoints.setdefault(m.group(1), []).append(m.group(2).strip())
     return {
         "in_effect": in_effect,
         "unrecognised": sorted(set(unused) | set(unknown)),
         "unused_reported": unused,
-        "reported_by_process": by_rank,
+        "reported_by_process": by_rank,  # UCX_LOG_LEVEL=info: "UCX_* env variables: ..."
+        "endpoints_by_process": endpoints,  # UCX_LOG_LEVEL=info: "ep_cfg[N]: tag(self/memory ...)"
     }

@@ -16,7 +16,7 @@ import commstack
 from commstack import provenance
 from commstack.benchmarks import registry
 from commstack.launch import runner
-from commstack.launch.command import LaunchCommand, LaunchError, local_command
+from commstack.launch.command import LaunchCommand, local_command
 from commstack.launch.stack import ResolvedStack, StackError, resolve
 from commstack.matrix.expand import expand
 from commstack.matrix.model import Matrix, Point

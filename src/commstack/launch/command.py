@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping
+from typing import Dict, List
 
 from commstack.benchmarks.registry import Benchmark
 from commstack.launch.stack import ResolvedStack, apply_env

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Set up and run the whole test suite (arguments go to pytest).
+# Spack tests run when Spack and a source mirror are found (see README "Spack"), and are
+# otherwise reported as "skipped: no spack".
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+source scripts/setup_venv.sh test
+"$VENV/bin/python" -m pip install -q ruff
+"$VENV/bin/python" -m ruff check src tests
+exec "$VENV/bin/python" -m pytest "$@"

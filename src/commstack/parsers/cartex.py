@@ -1,0 +1,160 @@
+"""Parser for the stdout of one GHEX-BENCH ``cartex`` run (the ``benchmark`` executable).
+
+Rank 0 prints (format described in ``research/ghexbench.md`` §6)::
+
+    setup time: 0.000278905 s          <- ghex_comm runtime only
+    mpi_comm                           <- runtime description (r.info())
+    running on 4 ranks
+    repetitions       200              <- not printed by the 2021 (Betzy-era) code
+    load (bytes)      5.55520000e+04
+    mean (s)          3.63061500e-05
+    ...                                <- one "label  value" line per statistic
+    tp. max (GB/s)    1.73724865e+00
+
+    under      |   0.00% |             <- ASCII histogram (ignored)
+    ...
+
+The 2021 code printed a shorter block with ``throughput (GB/s)`` and ``tp. stddev (GB/s)``
+instead of the percentile throughputs. Published Betzy tables show ``mean (s)`` x 10000
+("execution time of 10000 exchange calls"); it is added as ``time_10000_calls_s``.
+"""
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from .errors import ParseError
+from .imb import strip_launcher_prefix
+
+# Statistic label as printed -> key in CartexOutput.values.
+_LABELS: Dict[str, str] = {
+    "repetitions": "repetitions",
+    "load (bytes)": "load_bytes",
+    "elapsed (s)": "elapsed_s",
+    "mean (s)": "mean_s",
+    "stddev (s)": "stddev_s",
+    "median (s)": "median_s",
+    "5% centile (s)": "p5_s",
+    "25% centile (s)": "p25_s",
+    "75% centile (s)": "p75_s",
+    "95% centile (s)": "p95_s",
+    "min (s)": "min_s",
+    "max (s)": "max_s",
+    "tp. median (GB/s)": "tp_median_gbs",
+    "tp. 5% c. (GB/s)": "tp_p5_gbs",
+    "tp. 25% c. (GB/s)": "tp_p25_gbs",
+    "tp. 75% c. (GB/s)": "tp_p75_gbs",
+    "tp. 95% c. (GB/s)": "tp_p95_gbs",
+    "tp. min (GB/s)": "tp_min_gbs",
+    "tp. max (GB/s)": "tp_max_gbs",
+    # 2021 (Betzy-era) format
+    "throughput (GB/s)": "throughput_gbs",
+    "tp. stddev (GB/s)": "tp_stddev_gbs",
+}
+
+# Keys every complete result block has, per format.
+_REQUIRED_CURRENT = [key for key in _LABELS.values() if key not in ("throughput_gbs", "tp_stddev_gbs")]
+_REQUIRED_2021 = ["elapsed_s", "mean_s", "median_s", "p25_s", "p75_s", "min_s", "max_s", "stddev_s",
+                  "throughput_gbs", "tp_stddev_gbs"]
+
+# Messages after which the run is not a valid result.
+_FAILURES = ("could not create decomposition", "command line parsing error", "check failed")
+
+_RUNNING_ON = re.compile(r"^running on (?P<ranks>\d+) ranks?$")
+_SETUP_TIME = re.compile(r"^setup time: (?P<seconds>\S+) s$")
+_STATISTIC = re.compile(r"^(?P<label>\S.*?)\s+(?P<value>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))$")
+_HISTOGRAM = re.compile(r"^(?:-+\+|\S+\s*\|.*%)")
+
+
+@dataclass
+class CartexOutput:
+    """Result of one cartex run.
+
+    ``values`` keys: ``repetitions`` (int), ``load_bytes``, ``elapsed_s``, ``mean_s``,
+    ``stddev_s``, ``median_s``, ``p5_s``, ``p25_s``, ``p75_s``, ``p95_s``, ``min_s``, ``max_s``,
+    ``tp_median_gbs``, ``tp_p5_gbs``, ``tp_p25_gbs``, ``tp_p75_gbs``, ``tp_p95_gbs``,
+    ``tp_min_gbs``, ``tp_max_gbs``; ``setup_time_s`` (ghex_comm); 2021 format:
+    ``throughput_gbs``, ``tp_stddev_gbs``; always the derived ``time_10000_calls_s``.
+    """
+
+    runtime: str
+    ranks: int
+    values: dict = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)
+
+
+def _check_failures(lines: List[Tuple[int, str]]) -> None:
+    """Raise ParseError if the program reported a failure."""
+    for number, text in lines:
+        for failure in _FAILURES:
+            if failure in text:
+                raise ParseError(f"cartex reported {failure!r}: {text.strip()!r}", number)
+
+
+def _find_header(lines: List[Tuple[int, str]]) -> Tuple[int, str, int]:
+    """Return (index of the 'running on N ranks' line, runtime description, N)."""
+    for index, (number, text) in enumerate(lines):
+        match = _RUNNING_ON.match(text)
+        if not match:
+            continue
+        previous = [t for _, t in lines[:index] if t and not _SETUP_TIME.match(t)]
+        if not previous:
+            raise ParseError("no runtime description line before 'running on N ranks'", number)
+        return index, previous[-1], int(match.group("ranks"))
+    raise ParseError("no 'running on N ranks' line (runtime did not start or output is empty)")
+
+
+def _parse_statistics(lines: List[Tuple[int, str]], notes: List[str]) -> dict:
+    """Collect 'label  value' lines into a dict keyed as in _LABELS."""
+    values: dict = {}
+    for number, text in lines:
+        if not text or _HISTOGRAM.match(text):
+            continue
+        match = _STATISTIC.match(text)
+        key = _LABELS.get(match.group("label")) if match else None
+        if key is None:
+            notes.append(f"line {number}: unrecognised: {text}")
+            continue
+        value = match.group("value")
+        values[key] = int(value) if key == "repetitions" else float(value)
+    return values
+
+
+def _check_complete(values: dict, last_line: int) -> None:
+    """Raise ParseError if the result block is missing lines (cut-off output)."""
+    if "mean_s" not in values:
+        raise ParseError("no 'mean (s)' line: result block missing or cut off", last_line)
+    is_2021 = "throughput_gbs" in values or "repetitions" not in values
+    required = _REQUIRED_2021 if is_2021 else _REQUIRED_CURRENT
+    missing = [key for key in required if key not in values]
+    if missing:
+        raise ParseError(f"result block cut off: missing {', '.join(missing)}", last_line)
+
+
+def parse_cartex(text: str) -> CartexOutput:
+    """Parse the stdout of one cartex run.
+
+    Raises :class:`ParseError` when the runtime/ranks lines or the mean line are missing, when the
+    result block is incomplete, or when the program printed ``could not create decomposition``,
+    ``command line parsing error`` (goes to stderr: pass stdout + stderr to catch it) or
+    ``check failed``.
+    """
+    if not text.strip():
+        raise ParseError("empty output (cartex writes 'command line parsing error' and crashes to stderr)")
+    lines = [(number, strip_launcher_prefix(raw)) for number, raw in enumerate(text.splitlines(), start=1)]
+    _check_failures(lines)
+    notes: List[str] = []
+    index, runtime, ranks = _find_header(lines)
+    setup: Optional[float] = None
+    for _, line in lines[:index]:
+        match = _SETUP_TIME.match(line)
+        if match:
+            setup = float(match.group("seconds"))
+    values = _parse_statistics(lines[index + 1:], notes)
+    _check_complete(values, lines[-1][0])
+    if not any(line.startswith("over ") for _, line in lines[index + 1:]):
+        notes.append("histogram incomplete (no 'over' row): output may be cut off after the statistics")
+    if setup is not None:
+        values["setup_time_s"] = setup
+    values["time_10000_calls_s"] = values["mean_s"] * 10000
+    return CartexOutput(runtime=runtime, ranks=ranks, values=values, notes=notes)

@@ -1,0 +1,421 @@
+"""Parser for the stdout of one Intel MPI Benchmarks (IMB) run.
+
+Covers the classic driver (IMB-MPI1, IMB-NBC, IMB-RMA, IMB-EXT, IMB-IO, IMB-MPI4) and the two
+drivers with their own layout (IMB-P2P, IMB-MT). The format is described in
+``research/imb.md``; in short, a run prints::
+
+    #----------------------------------------------------------------
+    #    Intel(R) MPI Benchmarks 2021.11, MPI-1 part          <- banner: version + suite
+    ...
+    # Calling sequence was:
+    # IMB-MPI1 PingPong -msglog 0:10
+    ...
+    #---------------------------------------------------      <- one section per table
+    # Benchmarking PingPong
+    # #processes = 2
+    #---------------------------------------------------
+           #bytes #repetitions      t[usec]   Mbytes/sec      <- column header
+                0         1000         0.19         0.00      <- rows
+    ...
+    # All processes entering MPI_Finalize                    <- completion (not in IMB-MT)
+
+Launcher prefixes (``[0] ``, Open MPI ``--tag-output``), UCX log lines, Intel MPI
+``MPI startup()`` lines and hydra ``[mpiexec@host]`` lines are removed before parsing; a hydra
+``BAD TERMINATION`` box means the job failed and raises :class:`ParseError`.
+"""
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from .errors import ParseError
+
+# ----------------------------------------------------------------------------------------------
+# Result type
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ImbOutput:
+    """Everything a harness needs from one IMB run.
+
+    ``rows`` holds one dict per table row. Keys (only those that apply to the layout):
+    ``suite``, ``benchmark``, ``multi`` (None, 0 or 1), ``np``, ``groups``, ``group``,
+    ``threads``, ``mode`` ("aggregate"/"non-aggregate"/None), ``bytes`` (None for
+    Barrier-like tables), ``repetitions``, ``t_min_us``, ``t_max_us``, ``t_avg_us``, ``t_us``,
+    ``mbytes_per_s``, ``msg_per_s``, ``t_ovrl_us``, ``t_pure_us``, ``t_cpu_us``,
+    ``overlap_pct``, ``defects``, ``status`` ("ok", "out-of-mem", "time-out",
+    "int-overflow") and ``message`` (text of a special row).
+    """
+
+    suite: str
+    version: str
+    calling_sequence: str
+    rows: List[dict] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------------------------
+# Patterns
+# ----------------------------------------------------------------------------------------------
+
+# "Sun Nov 22 07:20:55 2026[1,0]<stdout>:" (Open MPI --tag-output [--timestamp-output])
+_OMPI_TAG = re.compile(r"^.*?\[\d+,\d+\]<std(?:out|err)>:")
+# "[0] " (hydra -l, MPICH -prepend-rank). Not UCX's "[1795329961.243038]" (has a dot).
+# Intel MPI's hydra labels every write(), so a tag can also appear inside a line:
+# "[0] #[0] -[0] -[0] ---..." or "[0] # Benchmarking Sendrecv [0] ".
+_RANK_TAG = re.compile(r"\[\d+\] ?")
+# "[1795329961.243038] [vm:950  :0]  ucp_context.c:1849 UCX  INFO ..." and UCX_PROTO_INFO tables
+_UCX_LINE = re.compile(r"^\[\d+\.\d+\]\s+\[[^\]]*\]")
+_UCX_LEVEL = re.compile(r"\bUCX\s+(?P<level>[A-Z]+)\b")
+_IMPI_STARTUP = re.compile(r"^MPI startup\(\)")
+_HYDRA_LINE = re.compile(r"^\[mpiexec@[^\]]*\]")
+_BAD_TERMINATION = re.compile(r"BAD TERMINATION|YOUR APPLICATION TERMINATED")
+
+_BANNER = re.compile(r"^#\s+Intel\(R\) MPI Benchmarks (?P<version>.+?), (?P<suite>\S+) part")
+_SEPARATOR = re.compile(r"^#-+$")
+_BENCHMARKING = re.compile(r"^# Benchmarking (?P<multi>Multi-)?(?P<name>\S+)")
+_PROCESSES = re.compile(r"^# #processes = (?P<np>\d+)(?: \(threads: (?P<threads>\d+)\))?")
+_GROUPS = re.compile(r"^# \( (?P<groups>\d+) groups? of (?P<np>\d+) process")
+_MODE = re.compile(r"^#\s+MODE: (?P<mode>[A-Z-]+)")
+_FINALIZE = "# All processes entering MPI_Finalize"
+_CALLING = "# Calling sequence was:"
+_MULTI_OPTION = re.compile(r"(?:^|\s)-multi\s+(?P<value>\d+)")
+_INVALID_FOR = re.compile(r"^# !! (?P<text>Benchmark .+?) !!")
+_INVALID_NAME = re.compile(r"^Invalid benchmark name ")
+_ERROR_LINE = re.compile(r"^ERROR: ")
+
+# Column header token -> row key.
+_COLUMNS: Dict[str, str] = {
+    "Group": "group",
+    "#bytes": "bytes",
+    "#repetitions": "repetitions",
+    "t[usec]": "t_us",
+    "t_min[usec]": "t_min_us",
+    "t_max[usec]": "t_max_us",
+    "t_avg[usec]": "t_avg_us",
+    "Mbytes/sec": "mbytes_per_s",
+    "Msg/sec": "msg_per_s",
+    "t_ovrl[usec]": "t_ovrl_us",
+    "t_pure[usec]": "t_pure_us",
+    "t_CPU[usec]": "t_cpu_us",
+    "overlap[%]": "overlap_pct",
+    "defects": "defects",
+}
+_INT_KEYS = {"group", "bytes", "repetitions"}
+
+# Special rows: "[<group>] <bytes> out-of-mem.; needed X= ..." etc.; the message starts with the status.
+_SPECIAL_STATUSES = ("out-of-mem", "time-out", "int-overflow")
+
+
+@dataclass
+class _Line:
+    """One line of output after launcher prefixes were removed."""
+
+    number: int  # 1-based line number in the original text
+    text: str  # prefix removed, trailing blanks stripped
+
+
+# ----------------------------------------------------------------------------------------------
+# Step 1: clean lines (prefixes, launcher/library chatter)
+# ----------------------------------------------------------------------------------------------
+
+
+def strip_launcher_prefix(raw: str) -> str:
+    """Remove an Open MPI ``--tag-output`` or hydra ``-l`` prefix and trailing blanks."""
+    line = raw.rstrip()
+    tagged = _OMPI_TAG.match(line)
+    if tagged:
+        return line[tagged.end():].rstrip()
+    if _RANK_TAG.match(line):
+        return _RANK_TAG.sub("", line).rstrip()
+    return line
+
+
+def _clean_lines(text: str, notes: List[str]) -> List[_Line]:
+    """Return the IMB lines of ``text``; record chatter in ``notes``; raise on BAD TERMINATION."""
+    lines: List[_Line] = []
+    ignored = {"UCX log": 0, "Intel MPI startup": 0}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = strip_launcher_prefix(raw)
+        if _BAD_TERMINATION.search(line):
+            raise ParseError(f"launcher reports an abnormal end: {line.strip(' =')!r}", number)
+        if _UCX_LINE.match(line):
+            level = _UCX_LEVEL.search(line)
+            if level and level.group("level") in ("WARN", "ERROR", "FATAL"):
+                notes.append(_UCX_LINE.sub("", line).strip())
+            else:
+                ignored["UCX log"] += 1
+            continue
+        if _IMPI_STARTUP.match(line):
+            ignored["Intel MPI startup"] += 1
+            continue
+        if _HYDRA_LINE.match(line):
+            notes.append(line)
+            continue
+        lines.append(_Line(number, line))
+    for kind, count in ignored.items():
+        if count:
+            notes.append(f"ignored {count} {kind} lines")
+    return lines
+
+
+# ----------------------------------------------------------------------------------------------
+# Step 2: banner and header
+# ----------------------------------------------------------------------------------------------
+
+
+def _find_banner(lines: List[_Line]) -> Tuple[int, str, str]:
+    """Return (index of the banner line, version, suite)."""
+    for index, line in enumerate(lines):
+        match = _BANNER.match(line.text)
+        if match:
+            return index, match.group("version").strip(), match.group("suite")
+    said = [line.text for line in lines if _ERROR_LINE.match(line.text)]
+    hint = f" (program said: {said[0]!r})" if said else ""
+    raise ParseError(f"no IMB banner ('Intel(R) MPI Benchmarks ..., ... part') found{hint}")
+
+
+def _calling_sequence(lines: List[_Line]) -> str:
+    """Return the command line printed after '# Calling sequence was:' ('' if absent, e.g. MT)."""
+    for index, line in enumerate(lines):
+        if line.text != _CALLING:
+            continue
+        for following in lines[index + 1:]:
+            content = following.text.lstrip("#").strip()
+            if content:
+                return content
+    return ""
+
+
+# ----------------------------------------------------------------------------------------------
+# Step 3: tables
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Table:
+    """State of one '# Benchmarking ...' section while it is read."""
+
+    start: int  # line number of the '# Benchmarking' line
+    context: dict  # keys copied into every row: suite, benchmark, multi, np, mode, ...
+    columns: List[str] = field(default_factory=list)
+    rows: List[dict] = field(default_factory=list)
+    closed: bool = False  # a blank line or a new section followed the rows
+
+    def describe(self) -> str:
+        """Short human-readable name for messages."""
+        where = f"#processes={self.context.get('np')}"
+        if self.context.get("mode"):
+            where += f", mode={self.context['mode']}"
+        return f"table {self.context['benchmark']} ({where}) starting at line {self.start}"
+
+
+def _is_int(token: str) -> bool:
+    return token.lstrip("-").isdigit()
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+def _columns_from_header(line: _Line, notes: List[str]) -> List[str]:
+    """Map the column header tokens to row keys (unknown tokens get a snake_case key + note)."""
+    keys = []
+    for token in line.text.split():
+        key = _COLUMNS.get(token)
+        if key is None:
+            key = re.sub(r"[^0-9a-z]+", "_", token.lower()).strip("_")
+            notes.append(f"line {line.number}: unknown column {token!r} stored as {key!r}")
+        keys.append(key)
+    return keys
+
+
+def _special_status(message: str) -> Optional[str]:
+    """Status of a special row message ("out-of-mem.; needed ..."), or None if it is not one."""
+    return next((status for status in _SPECIAL_STATUSES if message.startswith(status)), None)
+
+
+def _parse_row(line: _Line, table: _Table) -> Optional[dict]:
+    """Return a row dict for ``line``, or None if the line is not a row of ``table``."""
+    tokens = line.text.split()
+    if not tokens or not _is_int(tokens[0]):
+        return None
+    row = dict(table.context, bytes=None)
+    numbers = next((i for i, token in enumerate(tokens) if not _is_number(token)), len(tokens))
+    if numbers < len(tokens):
+        # Special row: "<bytes> out-of-mem.; needed X= ..." / "time-out.; ..." / "int-overflow..."
+        message = line.text.split(None, numbers)[numbers].strip()
+        status = _special_status(message)
+        if status is None:
+            return None
+        for key, token in zip(table.columns, tokens[:numbers]):
+            row[key] = int(token) if key in _INT_KEYS else float(token)
+        row["status"] = status
+        row["message"] = message
+        return row
+    if len(tokens) != len(table.columns):
+        raise ParseError(
+            f"row has {len(tokens)} values but the header of {table.describe()} has "
+            f"{len(table.columns)} columns: {line.text.strip()!r}",
+            line.number,
+        )
+    for key, token in zip(table.columns, tokens):
+        row[key] = int(token) if key in _INT_KEYS else float(token)
+    row["status"] = "ok"
+    return row
+
+
+def _read_section_header(lines: List[_Line], index: int, table: _Table, multi: Optional[int]) -> int:
+    """Read from the '# Benchmarking' line (at ``index``) to the column header; return its index.
+
+    ``multi`` is the -multi option of the run (None without it).
+    """
+    context = table.context
+    index += 1
+    while index < len(lines):
+        text = lines[index].text
+        processes = _PROCESSES.match(text)
+        groups = _GROUPS.match(text)
+        mode = _MODE.match(text)
+        if processes:
+            context["np"] = int(processes.group("np"))
+            if processes.group("threads"):
+                context["threads"] = int(processes.group("threads"))
+            if multi is not None:
+                context["groups"] = 1  # -multi run, section using all ranks as one group
+        elif groups:
+            context["np"] = int(groups.group("np"))
+            context["groups"] = int(groups.group("groups"))
+        elif mode:
+            context["mode"] = mode.group("mode").lower()
+        elif text and not text.startswith("#"):
+            tokens = text.split()
+            if tokens[0] in ("Group", "#bytes", "#repetitions"):
+                return index
+            raise ParseError(f"unexpected line in the header of {table.describe()}: {text!r}", lines[index].number)
+        elif text.startswith("#") and _BENCHMARKING.match(text):
+            break  # a new section began before this one had a column header
+        index += 1
+    raise ParseError(f"{table.describe()} is cut off before its column header", table.start)
+
+
+def _read_rows(lines: List[_Line], index: int, table: _Table) -> int:
+    """Read rows until a line that is neither a row nor blank; return the index of that line."""
+    while index < len(lines):
+        line = lines[index]
+        if not line.text:
+            if table.rows:
+                table.closed = True
+            index += 1
+            continue
+        if table.closed and table.context.get("multi") != 1:
+            return index  # a blank line ends a table except in -multi 1 mode
+        row = _parse_row(line, table)
+        if row is None:
+            return index
+        table.rows.append(row)
+        index += 1
+    return index
+
+
+def _start_table(lines: List[_Line], index: int, suite: str, multi: Optional[int]) -> Optional[_Table]:
+    """If lines[index] is a separator followed by '# Benchmarking X', return a new table."""
+    if not _SEPARATOR.match(lines[index].text) or index + 1 >= len(lines):
+        return None
+    title = _BENCHMARKING.match(lines[index + 1].text)
+    if not title:
+        return None
+    is_multi = multi if multi is not None else (0 if title.group("multi") else None)
+    context = {"suite": suite, "benchmark": title.group("name"), "multi": is_multi, "np": None, "mode": None}
+    return _Table(start=lines[index + 1].number, context=context)
+
+
+# ----------------------------------------------------------------------------------------------
+# Step 4: the whole run
+# ----------------------------------------------------------------------------------------------
+
+
+def _note_for(text: str) -> Optional[str]:
+    """Return a note for a known non-table message, else None."""
+    invalid = _INVALID_FOR.match(text)
+    if invalid:
+        return invalid.group("text").strip()
+    if _INVALID_NAME.match(text) or _ERROR_LINE.match(text):
+        return text.strip()
+    return None
+
+
+def _check_complete(tables: List[_Table], finalized: bool, suite: str, lines: List[_Line]) -> None:
+    """Raise ParseError if the run was cut off."""
+    last = tables[-1] if tables else None
+    last_text = next((line for line in reversed(lines) if line.text), None)
+    if last_text is not None and _SEPARATOR.match(last_text.text):
+        raise ParseError("output ends with a section separator: next table cut off", last_text.number)
+    if last is not None and not last.rows:
+        raise ParseError(f"{last.describe()} has no rows (output cut off)", last.start)
+    if suite == "MT":
+        # IMB-MT never prints the Finalize line; every table ends with a blank line.
+        if last is None:
+            raise ParseError("IMB-MT output has no table")
+        if not last.closed:
+            raise ParseError(f"{last.describe()} is cut off (no blank line after its last row)", lines[-1].number)
+        return
+    if not finalized:
+        where = f" in {last.describe()} after {len(last.rows)} rows" if last else ""
+        raise ParseError(f"'{_FINALIZE}' line missing: output cut off{where}", lines[-1].number)
+
+
+def parse_imb(text: str) -> ImbOutput:
+    """Parse the stdout of one IMB run.
+
+    Raises :class:`ParseError` when the output is empty, has no banner, contains a launcher
+    BAD TERMINATION box, has a table cut off, or lacks the Finalize line (IMB-MT: when its last
+    table is incomplete).
+    """
+    if not text.strip():
+        raise ParseError("empty output (IMB prints nothing for some rejected arguments, e.g. -msglog 8:2)")
+    notes: List[str] = []
+    lines = _clean_lines(text, notes)
+    banner, version, suite = _find_banner(lines)
+    for line in lines[:banner]:
+        if line.text and not _SEPARATOR.match(line.text):
+            notes.append(f"line {line.number} before banner: {line.text}")
+    calling = _calling_sequence(lines)
+    multi_option = _MULTI_OPTION.search(calling)
+    multi = int(multi_option.group("value")) if multi_option else None
+
+    output = ImbOutput(suite=suite, version=version, calling_sequence=calling, notes=notes)
+    tables: List[_Table] = []
+    finalized = False
+    index = banner + 1
+    while index < len(lines):
+        table = _start_table(lines, index, suite, multi)
+        if table is not None:
+            header = _read_section_header(lines, index + 1, table, multi)
+            table.columns = _columns_from_header(lines[header], notes)
+            if "group" in table.columns:
+                table.context["multi"] = 1  # only -multi 1 prints a Group column
+            index = _read_rows(lines, header + 1, table)
+            tables.append(table)
+            output.rows.extend(table.rows)
+            continue
+        text = lines[index].text
+        if text == _FINALIZE:
+            finalized = True
+        else:
+            note = _note_for(text)
+            if note:
+                notes.append(note)
+            elif text and not text.startswith("#"):
+                notes.append(f"line {lines[index].number}: unrecognised: {text}")
+        index += 1
+    _check_complete(tables, finalized, suite, lines)
+    for table in tables[:-1]:
+        if not table.rows:
+            notes.append(f"{table.describe()} has no rows")
+    return output

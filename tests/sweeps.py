@@ -1,0 +1,48 @@
+"""Helpers for tests that run real sweeps through the `commstack` command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import List
+
+from commstack.store.campaign import Campaign
+
+
+def commstack(*args: str, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "commstack", *args], capture_output=True,
+                          text=True, timeout=timeout, **kw)
+
+
+def start(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "commstack", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def records(root: Path) -> List[dict]:
+    return list(Campaign(root).records())
+
+
+def ok_counts(root: Path) -> Counter:
+    """How many successful records each (point, repeat) has: 1 everywhere means none lost or
+    duplicated."""
+    return Counter((r["point_id"], r["repeat"]) for r in records(root) if r["status"] == "ok")
+
+
+def processes_under(directory: Path) -> List[int]:
+    """PIDs whose working directory lies in `directory` (the runner starts jobs there)."""
+    found = []
+    target = str(directory.resolve())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd.startswith(target):
+            found.append(int(entry.name))
+    return found

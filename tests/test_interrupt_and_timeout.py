@@ -1,0 +1,120 @@
+"""Must show: an interrupted sweep (SIGINT, SIGKILL) resumes with 0 lost and 0 duplicated
+records; a hanging point is killed at its timeout, recorded as `timeout`, and the sweep goes on."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from tests.sweeps import commstack, ok_counts, processes_under, records, start
+
+pytestmark = pytest.mark.mpi
+
+SWEEP = dedent("""
+    benchmark: imb-mpi1
+    repeats: 3
+    timeout: 120
+    stacks:
+      impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
+    parameters:
+      benchmarks: PingPong Allreduce
+      msglog: "0:14"
+      iter: 200
+    product:
+      ranks_per_node: [2]
+      mapping: [block, cyclic]
+      I_MPI_ADJUST_ALLREDUCE: [1, 2]
+    """)
+
+
+def _matrix(tmp_path: Path, text: str, name: str) -> Path:
+    path = tmp_path / "matrices" / "local" / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _wait_for_records(root: Path, n: int, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if len(list(root.glob("points/*/rep*.try*/record.json"))) >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {n} records after {timeout}s")
+
+
+def _wait_for_running(root: Path, timeout: float = 60) -> None:
+    """Until an attempt directory has output but no record: a job is in flight."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for attempt in root.glob("points/*/rep*.try*"):
+            if (attempt / "stdout.txt").exists() and not (attempt / "record.json").exists():
+                return
+        time.sleep(0.02)
+    raise AssertionError("no run in flight")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_interrupt_then_resume_loses_and_duplicates_nothing(impi_root, tmp_path, sig):
+    matrix = _matrix(tmp_path, SWEEP, "interrupt")
+    root = tmp_path / "results" / "local" / "interrupt"
+    proc = start("run", str(matrix), "--out", str(tmp_path / "results"))
+    _wait_for_records(root, 3)
+    _wait_for_running(root)
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    assert proc.returncode == (130 if sig == signal.SIGINT else -signal.SIGKILL)
+    time.sleep(1)  # the launcher got SIGTERM from the kernel when the harness died
+    assert processes_under(root) == [], "MPI processes outlived the interrupted sweep"
+    done_before = sum(ok_counts(root).values())
+    assert 3 <= done_before < 12
+
+    if sig == signal.SIGINT:  # the interrupted attempt is kept and says so
+        assert any(r["status"] == "interrupted" for r in records(root))
+
+    again = commstack("run", str(matrix), "--out", str(tmp_path / "results"))
+    assert again.returncode == 0, again.stderr[-2000:]
+    counts = ok_counts(root)
+    assert len(counts) == 4 * 3, "a (point, repeat) is missing"
+    assert set(counts.values()) == {1}, "a (point, repeat) has two successful records"
+    # Nothing written before the interruption was replaced.
+    assert sum(1 for r in records(root) if r["status"] == "ok") == 12
+
+
+def test_hanging_point_times_out_and_sweep_goes_on(impi_root, tmp_path):
+    matrix = _matrix(tmp_path, dedent("""
+        benchmark: imb-mpi1
+        repeats: 1
+        timeout: 4
+        stacks:
+          impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
+        parameters: {ranks_per_node: 2, benchmarks: PingPong, iter_policy: "off"}
+        zip:
+          - msglog: ["22:22", "0:4"]
+            iter: [100000000, 50]
+            time: [100000, 10]
+        """), "hang")
+    root = tmp_path / "results" / "local" / "hang"
+    t0 = time.time()
+    run = commstack("run", str(matrix), "--out", str(tmp_path / "results"))
+    elapsed = time.time() - t0
+    assert run.returncode == 3, run.stderr  # failures present
+    by_msglog = {r["params"]["msglog"]: r for r in records(root)}
+    hung, quick = by_msglog["22:22"], by_msglog["0:4"]
+    assert hung["status"] == "timeout" and 4 <= hung["duration_s"] < 4 + 12
+    assert quick["status"] == "ok" and quick["parsed"]
+    assert elapsed < 60
+    assert processes_under(root) == []
+
+    # A plain rerun leaves the failure alone; --retry-failed tries again as a new attempt.
+    assert "0 runs now" in commstack("run", str(matrix), "--out",
+                                     str(tmp_path / "results")).stderr
+    retry = commstack("run", str(matrix), "--out", str(tmp_path / "results"), "--retry-failed")
+    assert "1 runs now" in retry.stderr
+    attempts = sorted(p.name for p in (root / "points" / hung["point_id"]).glob("rep1.try*"))
+    assert attempts == ["rep1.try1", "rep1.try2"]
+    assert (root / "points" / hung["point_id"] / "rep1.try1" / "record.json").exists()
