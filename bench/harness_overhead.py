@@ -37,8 +37,8 @@ stacks:
 parameters:
   ranks_per_node: 2
   benchmarks: PingPong Allreduce
-  msglog: "0:18"
-  iter: 200
+  msglog: "0:20"
+  iter: 1000
 """
 
 
@@ -101,7 +101,7 @@ def main() -> int:
         "median_harness_s": statistics.median(p["harness_s"] for p in pairs),
         "median_ratio": statistics.median(p["ratio"] for p in pairs),
         "median_command_s": statistics.median(p["command_s"] for p in pairs),
-        "command": prepared.command.argv[-8:],
+        "command": [Path(a).name for a in prepared.command.argv],
         "cpus": len(os.sched_getaffinity(0)),
         "load1_at_end": os.getloadavg()[0],
     }

@@ -185,6 +185,9 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, repeat:
                 parsed = output.rows if hasattr(output, "rows") else {
                     "runtime": output.runtime, "ranks": output.ranks, **output.values}
                 notes = list(output.notes)
+                fatal = [n for n in notes if n.startswith(matrix.benchmark.fatal_notes)]
+                if fatal:
+                    status, error = "parse-error", "; ".join(fatal)
             except ParseError as exc:
                 status, error = "parse-error", str(exc)
         both = text + "\n" + stderr.read_text(errors="replace")

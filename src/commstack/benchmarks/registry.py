@@ -7,7 +7,7 @@ registry how to launch it and how to read what it printed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping
+from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class Benchmark:
     executable: str
     parser: str  # "imb" or "cartex"
     options: Mapping[str, Option] = field(default_factory=dict)
+    # Parser notes that mean the run did not measure what was asked (the run is a failure).
+    fatal_notes: Tuple[str, ...] = ()
 
     def argv(self, params: Mapping[str, Any]) -> List[str]:
         """Benchmark argv (executable first) for the option parameters in ``params``."""
@@ -122,11 +124,14 @@ _CARTEX: Dict[str, Option] = {
     "node_local": Option("--node-local", "flag", "ghex_comm: node-local transport"),
 }
 
+# IMB runs every default benchmark when it meets an unknown name, and exits 0.
+_IMB_FATAL = ("Invalid benchmark name",)
+
 BENCHMARKS: Dict[str, Benchmark] = {
-    "imb-mpi1": Benchmark("imb-mpi1", "IMB-MPI1", "imb", _IMB_COMMON),
-    "imb-rma": Benchmark("imb-rma", "IMB-RMA", "imb", _IMB_COMMON),
-    "imb-nbc": Benchmark("imb-nbc", "IMB-NBC", "imb", _IMB_COMMON),
-    "imb-p2p": Benchmark("imb-p2p", "IMB-P2P", "imb", _IMB_COMMON),
+    "imb-mpi1": Benchmark("imb-mpi1", "IMB-MPI1", "imb", _IMB_COMMON, _IMB_FATAL),
+    "imb-rma": Benchmark("imb-rma", "IMB-RMA", "imb", _IMB_COMMON, _IMB_FATAL),
+    "imb-nbc": Benchmark("imb-nbc", "IMB-NBC", "imb", _IMB_COMMON, _IMB_FATAL),
+    "imb-p2p": Benchmark("imb-p2p", "IMB-P2P", "imb", _IMB_COMMON, _IMB_FATAL),
     "cartex": Benchmark(
         # cartex builds one executable per runtime: pick it with the `executable` parameter.
         "cartex", "benchmark_mpi_comm", "cartex", _CARTEX

@@ -10,6 +10,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,15 +60,29 @@ def run(cmd: LaunchCommand, stdout: Path, stderr: Path, timeout: float, cwd: Pat
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
-        try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        # A blocking wait plus a timer, not wait(timeout=): that one polls with sleeps of up to
+        # 50 ms, which would add tens of milliseconds to every point.
+        timed_out = threading.Event()
+
+        def on_timeout() -> None:
+            timed_out.set()
             _kill_group(proc)
-            return RunOutcome("timeout", proc.returncode, start, time.time())
+
+        timer = threading.Timer(timeout, on_timeout)
+        timer.daemon = True
+        timer.start()
+        try:
+            code = proc.wait()
         except (KeyboardInterrupt, Interrupted):
+            timer.cancel()
             _kill_group(proc)
             return RunOutcome("interrupted", proc.returncode, start, time.time())
-    return RunOutcome("ok" if code == 0 else "crash", code, start, time.time())
+        finally:
+            timer.cancel()
+    end = time.time()
+    if timed_out.is_set():
+        return RunOutcome("timeout", code, start, end)
+    return RunOutcome("ok" if code == 0 else "crash", code, start, end)
 
 
 def _kill_group(proc: "subprocess.Popen[bytes]") -> None:

@@ -41,17 +41,19 @@ class ResolvedStack:
         return os.pathsep.join(self.bin_dirs + [os.environ.get("PATH", "")])
 
     def find(self, executable: str) -> str:
-        """Absolute path of a benchmark executable, searched in the stack first, then PATH."""
+        """Absolute path of a benchmark executable: in the stack's directories when it has any
+        (another MPI's binary of the same name on PATH must not be picked up), else on PATH."""
         if os.sep in executable:
             if os.access(executable, os.X_OK):
                 return os.path.abspath(executable)
             raise StackError(f"stack {self.name!r}: benchmark executable {executable} does not exist")
-        found = shutil.which(executable, path=self.search_path())
+        dirs = os.pathsep.join(self.bin_dirs) if self.bin_dirs else os.environ.get("PATH", "")
+        found = shutil.which(executable, path=dirs)
         if not found:
-            where = ", ".join(self.bin_dirs) or "(no stack directories)"
+            where = ", ".join(self.bin_dirs) or "PATH"
             raise StackError(
-                f"stack {self.name!r}: benchmark executable {executable!r} not found in {where} "
-                "or PATH; build it (see README: Spack environments) or set the stack's `bin`"
+                f"stack {self.name!r}: benchmark executable {executable!r} not found in {where}; "
+                "build it (see README: Spack) or point the stack's `bin` at it"
             )
         return found
 
