@@ -41,12 +41,12 @@ def label_column(summary: pd.DataFrame, names: Sequence[str]) -> pd.Series:
 def sections(summary: pd.DataFrame) -> List[Section]:
     if summary.empty:
         return []
-    varying = varying_parameters(summary)
-    data = summary.assign(label=label_column(summary, varying))
-    group_keys = [k for k in ("benchmark", "np", "mode", "group") if k in data.columns]
+    group_keys = [k for k in ("benchmark", "np", "mode", "group") if k in summary.columns]
     out: List[Section] = []
-    grouped = data.groupby(group_keys, dropna=False, sort=True) if group_keys else [((), data)]
+    grouped = summary.groupby(group_keys, dropna=False, sort=True) if group_keys else [((), summary)]
     for key, part in grouped:
+        # Lines are labelled by what varies within this table only.
+        part = part.assign(label=label_column(part, varying_parameters(part)))
         key = key if isinstance(key, tuple) else (key,)
         named = {k: v for k, v in zip(group_keys, key) if not _missing(v)}
         title = " ".join(_title_part(k, v) for k, v in named.items()) or "results"
