@@ -2,8 +2,8 @@
 
 For each pair (order alternating), the same IMB command runs
   * bare:    subprocess with the same argv and environment, output to files;
-  * harness: commstack's per-point path (claim the attempt, run, parse, UCX report, write the
-             record atomically) -- exactly what `commstack run` does for every point;
+  * harness: commstack's per-point path (decide and claim the attempt under its locks, run,
+             parse, UCX report, write the record atomically) -- what `commstack run` does per point;
 and, for context, the whole `commstack run` command on a one-point matrix (Python start-up and
 the once-per-session provenance capture included).
 
@@ -72,7 +72,9 @@ def main() -> int:
 
     def harness(i: int) -> float:
         t0 = time.perf_counter()
-        record = sweep._run_one(campaign, session, prepared, i + 1, plan.matrix, parse, known)
+        campaign.save_point(prepared.point)
+        _, attempt = campaign.claim(prepared.point.id, i + 1)
+        record = sweep._run_one(campaign, session, prepared, attempt, plan.matrix, parse, known)
         elapsed = time.perf_counter() - t0
         assert record["status"] == "ok", record["status"]
         return elapsed

@@ -118,3 +118,14 @@ def test_hanging_point_times_out_and_sweep_goes_on(impi_root, tmp_path):
     attempts = sorted(p.name for p in (root / "points" / hung["point_id"]).glob("rep1.try*"))
     assert attempts == ["rep1.try1", "rep1.try2"]
     assert (root / "points" / hung["point_id"] / "rep1.try1" / "record.json").exists()
+
+
+def test_two_runners_on_one_campaign_share_the_work(impi_root, tmp_path):
+    matrix = _matrix(tmp_path, SWEEP.replace("repeats: 3", "repeats: 2"), "shared")
+    root = tmp_path / "results" / "local" / "shared"
+    first = start("run", str(matrix), "--out", str(tmp_path / "results"))
+    second = start("run", str(matrix), "--out", str(tmp_path / "results"))
+    assert first.wait(timeout=300) == 0 and second.wait(timeout=300) == 0
+    counts = ok_counts(root)
+    assert len(counts) == 4 * 2 and set(counts.values()) == {1}
+    assert len(records(root)) == 8  # no run was done twice

@@ -104,6 +104,19 @@ def test_misspelled_ucx_variable_is_flagged(campaign, imb_openmpi_bin):
     assert rec["ucx"]["unused_reported"] == ["UCX_RNDV_TRESH"]  # UCX's own warning
 
 
+def test_session_provenance_names_the_spack_build(campaign):
+    import json
+
+    _, root = campaign
+    (prov,) = [json.loads(p.read_text()) for p in root.glob("sessions/*/provenance.json")]
+    (exe,) = prov["executables"].values()
+    assert exe["spack"]["name"] == "intel-mpi-benchmarks" and len(exe["spack"]["hash"]) == 32
+    (session,) = root.glob("sessions/*")
+    ompi_info = (session / "ompi-ucx.ompi_info.txt").read_text()
+    assert "ompi:version:full:4.1.4" in ompi_info
+    assert "Version 1.13" in (session / "ompi-ucx.ucx_info.txt").read_text()
+
+
 def test_report_compares_the_knobs(campaign):
     _, root = campaign
     report = (root / "report" / "report.md").read_text()

@@ -62,12 +62,13 @@ def git_commit(start: Path) -> Optional[str]:
 
 
 def spack_specs(root: Optional[str]) -> List[dict]:
-    """Name, version and hash of the Spack packages in a view or install prefix, if any."""
+    """Name, version and hash of the Spack packages in a view (<view>/.spack/<name>/spec.json)
+    or an install prefix (<prefix>/.spack/spec.json), if any."""
     if not root:
         return []
     meta = Path(root) / ".spack"
     candidates = [meta / "spec.json"] + sorted(meta.glob("*/spec.json")) if meta.is_dir() else []
-    specs = []
+    specs: List[dict] = []
     for path in candidates:
         if path.is_file():
             try:
@@ -78,6 +79,13 @@ def spack_specs(root: Optional[str]) -> List[dict]:
             except (OSError, ValueError):
                 continue
     return specs
+
+
+def executable_spack_spec(executable: str) -> Optional[dict]:
+    """The Spack package that installed an executable (views hold symlinks into prefixes)."""
+    prefix = Path(executable).resolve().parent.parent
+    found = spack_specs(str(prefix))
+    return found[0] if found else None
 
 
 VERSION_TOOLS = {
@@ -119,7 +127,8 @@ def known_ucx_variables(stack: ResolvedStack) -> Optional[set]:
     return names or None
 
 
-def session_info(stacks: Iterable[ResolvedStack], repo: Path) -> dict:
+def session_info(stacks: Iterable[ResolvedStack], executables: Iterable[str], repo: Path,
+                 matrix: Path) -> dict:
     return {
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
@@ -127,7 +136,8 @@ def session_info(stacks: Iterable[ResolvedStack], repo: Path) -> dict:
         "cpus_available": len(os.sched_getaffinity(0)),
         "python": sys.version.split()[0],
         "commstack_version": commstack.__version__,
-        "git_commit": git_commit(repo),
+        "git_commit": git_commit(repo),  # of commstack itself
+        "matrix_git_commit": git_commit(matrix.resolve().parent),  # of the repo holding the matrix
         "argv": sys.argv,
         "environment": scrub_env(dict(os.environ)),
         "stacks": {
@@ -135,6 +145,7 @@ def session_info(stacks: Iterable[ResolvedStack], repo: Path) -> dict:
                      "spack": spack_specs(s.stack.root)}
             for s in stacks
         },
+        "executables": {exe: {"spack": executable_spack_spec(exe)} for exe in sorted(executables)},
     }
 
 

@@ -120,14 +120,13 @@ def run_sweep(
             for prepared in plan.points:
                 index += 1
                 pid = prepared.point.id
-                state = campaign.state(pid, repeat)
-                if state == store.DONE or state == store.RUNNING:
+                campaign.save_point(prepared.point)
+                state, attempt = campaign.claim(pid, repeat, retry_failed)
+                if attempt is None:
                     result.skipped_done += state == store.DONE
+                    result.failed += state == store.FAILED
                     continue
-                if state == store.FAILED and not retry_failed:
-                    result.failed += 1
-                    continue
-                record = _run_one(campaign, session, prepared, repeat, matrix, parse,
+                record = _run_one(campaign, session, prepared, attempt, matrix, parse,
                                   known_ucx[prepared.stack.name])
                 result.ran += 1
                 status = record["status"]
@@ -157,7 +156,8 @@ def _start_session(campaign: Campaign, plan: Plan) -> Path:
     session = campaign.new_session()
     write_new(session / "matrix.yaml", plan.matrix.text.encode())
     stacks = list({p.stack.name: p.stack for p in plan.points}.values())
-    info = provenance.session_info(stacks, REPO_ROOT)
+    executables = {p.command.executable for p in plan.points}
+    info = provenance.session_info(stacks, executables, REPO_ROOT, plan.matrix.path)
     info["matrix_sha256"] = plan.matrix.sha256
     write_new_json(session / "provenance.json", info)
     xml = provenance.topology_xml()
@@ -169,11 +169,11 @@ def _start_session(campaign: Campaign, plan: Plan) -> Path:
     return session
 
 
-def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, repeat: int,
+def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt: store.Attempt,
              matrix: Matrix, parse: Callable, known_ucx: Optional[set]) -> dict:
+    """Run one claimed attempt, parse it and write its record; the attempt is released after."""
     point, command = prepared.point, prepared.command
-    campaign.save_point(point)
-    attempt = campaign.claim(point.id, repeat)
+    repeat = attempt.repeat
     try:
         stdout, stderr = attempt.path / "stdout.txt", attempt.path / "stderr.txt"
         outcome = runner.run(command, stdout, stderr, matrix.timeout, cwd=attempt.path)

@@ -36,6 +36,7 @@ class LaunchCommand:
     prepends: Dict[str, List[str]] = field(default_factory=dict)  # PATH-like: dirs put first
     oversubscribed: bool = False
     ranks: int = 1
+    executable: str = ""  # the benchmark binary (absolute path)
 
     def full_env(self) -> Dict[str, str]:
         return apply_env(os.environ, self.env, self.prepends)
@@ -120,4 +121,5 @@ def local_command(
             "inside a Slurm allocation, not locally"
         )
     argv += list(stack.stack.launcher_args)
-    return LaunchCommand(argv + argv_bench, env, stack.prepends(), oversubscribed, ranks)
+    return LaunchCommand(argv + argv_bench, env, stack.prepends(), oversubscribed, ranks,
+                         executable=argv_bench[0])

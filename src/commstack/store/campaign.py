@@ -134,19 +134,30 @@ class Campaign:
             return FAILED
         return PENDING
 
-    def claim(self, point_id: str, repeat: int) -> Attempt:
-        """Create the next attempt directory for (point, repeat) and lock it."""
-        while True:
-            numbers = [a.number for a in self.attempts(point_id, repeat)]
-            number = max(numbers, default=0) + 1
-            path = self.point_dir(point_id) / f"rep{repeat}.try{number}"
-            try:
-                path.mkdir()
-            except FileExistsError:
-                continue  # another runner took this number; try the next
+    def claim(self, point_id: str, repeat: int, retry_failed: bool = False
+              ) -> "tuple[str, Optional[Attempt]]":
+        """Decide whether (point, repeat) needs a run and, if so, create and lock its next
+        attempt. Returns the state seen and the attempt (None when nothing is to be run).
+
+        The decision and the claim happen under a per-point lock, so concurrent runners never
+        both run the same repeat; the attempt's own lock is taken before that lock is released.
+        """
+        directory = self.point_dir(point_id)
+        directory.mkdir(parents=True, exist_ok=True)
+        guard = os.open(directory / ".claim", os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(guard, fcntl.LOCK_EX)
+            state = self.state(point_id, repeat)
+            if state in (DONE, RUNNING) or (state == FAILED and not retry_failed):
+                return state, None
+            number = max((a.number for a in self.attempts(point_id, repeat)), default=0) + 1
+            path = directory / f"rep{repeat}.try{number}"
+            path.mkdir()
             fd = os.open(path / ".lock", os.O_CREAT | os.O_RDWR, 0o644)
             fcntl.flock(fd, fcntl.LOCK_EX)
-            return Attempt(path, repeat, number, fd)
+            return state, Attempt(path, repeat, number, fd)
+        finally:
+            os.close(guard)
 
     def records(self) -> Iterator[dict]:
         points = self.root / "points"
