@@ -144,3 +144,49 @@ def test_several_stacks_need_a_choice(write_matrix):
 def test_not_yaml_and_not_a_mapping(write_matrix):
     assert "not valid YAML" in rejected(write_matrix, "benchmark: [imb\n")
     assert "mapping at the top level" in rejected(write_matrix, "- a\n- b\n")
+
+
+def _environment(tmp_path, views: str):
+    env = tmp_path / "environments" / "site"
+    env.mkdir(parents=True)
+    (env / "spack.yaml").write_text(dedent(views))
+    return env
+
+
+def test_stack_from_a_named_spack_view(write_matrix, tmp_path):
+    from commstack.launch.stack import StackError, resolve
+
+    env = _environment(tmp_path, """
+        spack:
+          specs: [intel-mpi-benchmarks ^openmpi]
+          view:
+            openmpi-ucx: {root: views/openmpi-ucx, select: ["^openmpi"]}
+        """)
+    path = write_matrix("""
+        benchmark: imb-mpi1
+        stacks:
+          ompi: {flavour: openmpi, launcher: /bin/true, spack: {env: site, view: openmpi-ucx}}
+        """)
+    stack = load_matrix(path).stacks["ompi"]
+    assert stack.view == str(env / "views" / "openmpi-ucx")
+    with pytest.raises(StackError, match="not installed .* run `spack -e .*site install`"):
+        resolve(stack)
+    (env / "views" / "openmpi-ucx" / "bin").mkdir(parents=True)
+    assert resolve(load_matrix(path).stacks["ompi"]).bin_dirs == [
+        str(env / "views" / "openmpi-ucx" / "bin")]
+
+
+def test_unknown_spack_view_or_environment(write_matrix, tmp_path):
+    _environment(tmp_path, "spack:\n  view:\n    a: {root: views/a}\n")
+    msg = rejected(write_matrix, """
+        benchmark: imb-mpi1
+        stacks:
+          x: {flavour: openmpi, spack: {env: site, view: b}}
+        """)
+    assert "stacks.x.spack.view" in msg and "'b' is not a view" in msg and "(a)" in msg
+    msg = rejected(write_matrix, """
+        benchmark: imb-mpi1
+        stacks:
+          x: {flavour: openmpi, spack: {env: nosuch, view: a}}
+        """)
+    assert "stacks.x.spack.env" in msg and "'nosuch' not found" in msg

@@ -116,6 +116,9 @@ def _stack(path: Path, name: str, spec: Dict[str, Any]) -> Stack:
             fields[key], missing = _expand_vars(spec[key])
             if missing:  # reported when the stack is used (see launch.stack.resolve)
                 unresolved = unresolved or f"{key} uses ${{{missing}}}, which is not set"
+    if "spack" in spec:
+        fields["view"], unresolved = _spack_view(path, name, spec["spack"]["env"],
+                                                 spec["spack"]["view"], unresolved)
     for key in ("prefix", "view", "bin"):
         if key in fields:
             fields[key] = os.path.abspath(os.path.expanduser(fields[key]))
@@ -129,6 +132,40 @@ def _stack(path: Path, name: str, spec: Dict[str, Any]) -> Stack:
         unresolved=unresolved,
         **fields,
     )
+
+
+def find_environment(matrix_path: Path, env: str) -> Path:
+    """environments/<env>/spack.yaml: under $COMMSTACK_ENVIRONMENTS, else in the first ancestor
+    of the matrix that has an environments/ folder."""
+    roots = [Path(os.environ["COMMSTACK_ENVIRONMENTS"])] if os.environ.get(
+        "COMMSTACK_ENVIRONMENTS") else []
+    roots += [folder / "environments" for folder in matrix_path.resolve().parents]
+    for root in roots:
+        if (root / env / "spack.yaml").is_file():
+            return root / env
+    raise FileNotFoundError(f"Spack environment {env!r} not found (looked for "
+                            f"environments/{env}/spack.yaml above {matrix_path})")
+
+
+def _spack_view(path: Path, name: str, env: str, view: str, unresolved: "str | None"
+                ) -> "tuple[str, str | None]":
+    """The root directory of a named view of a Spack environment."""
+    try:
+        env_dir = find_environment(path, env)
+    except FileNotFoundError as exc:
+        raise MatrixError(f"{path}: stacks.{name}.spack.env: {exc}") from None
+    config = (yaml.safe_load((env_dir / "spack.yaml").read_text()) or {}).get("spack", {})
+    views = config.get("view")
+    if not isinstance(views, dict) or view not in views:
+        known = ", ".join(views) if isinstance(views, dict) else "no named views"
+        raise MatrixError(f"{path}: stacks.{name}.spack.view: {view!r} is not a view of "
+                          f"{env_dir / 'spack.yaml'} ({known})")
+    root = views[view]["root"] if isinstance(views[view], dict) else views[view]
+    root_path = (env_dir / root) if not os.path.isabs(root) else Path(root)
+    if not root_path.exists() and unresolved is None:
+        unresolved = (f"view {view!r} of environment {env!r} is not installed ({root_path} "
+                      f"is missing): run `spack -e {env_dir} install`")
+    return str(root_path), unresolved
 
 
 def _env_value(value: Any) -> str:

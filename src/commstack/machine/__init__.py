@@ -1,0 +1,69 @@
+"""Machine facts (site-configs/<machine>/machine.yaml): node layout, scheduler, launchers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import jsonschema
+import yaml
+
+_SCHEMA = json.loads(Path(__file__).with_name("schema.json").read_text())
+
+
+class MachineError(ValueError):
+    """A machine.yaml that does not validate, or a machine that is not described."""
+
+
+@dataclass
+class Machine:
+    name: str
+    path: Optional[Path]
+    facts: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def node(self) -> Dict[str, Any]:
+        return self.facts.get("node", {})
+
+    @property
+    def cores_per_node(self) -> int:
+        return int(self.node["sockets"]) * int(self.node["cores_per_socket"])
+
+    @property
+    def scheduler(self) -> Dict[str, Any]:
+        return self.facts.get("scheduler", {})
+
+    def launcher(self, flavour: str) -> Optional[Dict[str, Any]]:
+        return self.facts.get("launchers", {}).get(flavour)
+
+    def placement(self, mapping: str) -> Dict[str, Any]:
+        return self.facts.get("mapping", {}).get(mapping, {})
+
+    @property
+    def network_env(self) -> Dict[str, str]:
+        return {k: str(v) for k, v in self.facts.get("network", {}).get("env", {}).items()}
+
+
+def load_machine_file(path: Path) -> Machine:
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise MachineError(f"{path}: cannot read machine facts: {exc}") from None
+    errors = sorted(jsonschema.Draft202012Validator(_SCHEMA).iter_errors(data or {}),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        raise MachineError("\n".join(
+            f"{path}: {'.'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}"
+            for e in errors))
+    return Machine(data["machine"], Path(path), data)
+
+
+def find_machine(name: str, start: Path) -> Optional[Machine]:
+    """site-configs/<name>/machine.yaml in the first ancestor of ``start`` that has one."""
+    for folder in [start.resolve(), *start.resolve().parents]:
+        candidate = folder / "site-configs" / name / "machine.yaml"
+        if candidate.is_file():
+            return load_machine_file(candidate)
+    return None
