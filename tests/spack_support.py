@@ -21,3 +21,11 @@ IMB_OPENMPI_ENV = SPACK_ENVS_DIR / "imb-openmpi"
 def install_imb_openmpi(workdir: Path) -> Path:
     """IMB built by Spack against Debian's Open MPI; returns the view's bin directory."""
     return install_view_bin(IMB_OPENMPI_ENV, workdir, "IMB-MPI1")
+
+
+IMB_MPICH_ENV = SPACK_ENVS_DIR / "imb-mpich"
+
+
+def install_imb_mpich(workdir: Path) -> Path:
+    """IMB built by Spack against Debian's MPICH; returns the view's bin directory."""
+    return install_view_bin(IMB_MPICH_ENV, workdir, "IMB-MPI1")

@@ -17,7 +17,9 @@ from commstack import provenance
 from commstack.benchmarks import registry
 from commstack.launch import runner
 from commstack.launch.command import LaunchCommand, local_command
+from commstack.launch.slurm import Allocation, srun_command, step_provenance
 from commstack.launch.stack import ResolvedStack, StackError, resolve
+from commstack.machine import Machine
 from commstack.matrix.expand import expand
 from commstack.matrix.model import Matrix, Point
 from commstack.parsers.errors import ParseError
@@ -41,11 +43,19 @@ class Plan:
     matrix: Matrix
     points: List[PreparedPoint]
     skipped: List[Tuple[Point, str]] = field(default_factory=list)  # optional stacks missing
+    machine: Optional[Machine] = None
+    allocation: Optional[Allocation] = None
 
 
-def prepare(matrix: Matrix) -> Plan:
-    """Expand and build every command; raise on any problem before anything is launched."""
-    points = expand(matrix)
+def prepare(matrix: Matrix, machine: Optional[Machine] = None,
+            allocation: Optional[Allocation] = None, select: Callable[[Point], bool] = lambda p: True
+            ) -> Plan:
+    """Expand and build every command; raise on any problem before anything is launched.
+
+    Inside a Slurm allocation points become srun steps, otherwise local mpirun/mpiexec runs.
+    ``select`` keeps a subset of the points (one node-count group, one shard of an array).
+    """
+    points = [p for p in expand(matrix) if select(p)]
     resolved: Dict[str, ResolvedStack] = {}
     missing: Dict[str, str] = {}
     for name in sorted({p.get("stack") for p in points}):
@@ -56,14 +66,17 @@ def prepare(matrix: Matrix) -> Plan:
             if not stack.optional:
                 raise
             missing[name] = str(exc)
-    plan = Plan(matrix, [])
+    plan = Plan(matrix, [], machine=machine, allocation=allocation)
     for point in points:
         name = point.get("stack")
         if name in missing:
             plan.skipped.append((point, missing[name]))
             continue
         try:
-            command = local_command(point, matrix.benchmark, resolved[name])
+            if allocation is not None:
+                command = srun_command(point, matrix.benchmark, resolved[name], machine, allocation)
+            else:
+                command = local_command(point, matrix.benchmark, resolved[name])
         except StackError as exc:
             if not matrix.stacks[name].optional:
                 raise
@@ -79,6 +92,7 @@ class SweepResult:
     failed: int = 0
     ran: int = 0
     skipped_done: int = 0
+    deferred: int = 0  # not started: would not finish in the allocation's remaining time
     interrupted: bool = False
     campaign: Optional[Campaign] = None
 
@@ -121,13 +135,18 @@ def run_sweep(
                 index += 1
                 pid = prepared.point.id
                 campaign.save_point(prepared.point)
+                timeout = _time_budget(campaign, prepared.point, matrix, plan.allocation)
+                if timeout is None:
+                    if campaign.state(pid, repeat) not in (store.DONE, store.FAILED):
+                        result.deferred += 1
+                    continue
                 state, attempt = campaign.claim(pid, repeat, retry_failed)
                 if attempt is None:
                     result.skipped_done += state == store.DONE
                     result.failed += state == store.FAILED
                     continue
                 record = _run_one(campaign, session, prepared, attempt, matrix, parse,
-                                  known_ucx[prepared.stack.name])
+                                  known_ucx[prepared.stack.name], timeout, plan.allocation)
                 result.ran += 1
                 status = record["status"]
                 log(f"[{index}/{total}] rep {repeat} {pid} {_label(prepared.point)}: {status}"
@@ -146,6 +165,39 @@ def run_sweep(
         signal.signal(signal.SIGTERM, old_term)
         write_records_csv(campaign.root, campaign.records())
     return result
+
+
+# A step needs this much besides its expected duration (srun start-up, record writing).
+SLACK_S = 5.0
+
+
+def _time_budget(campaign: Campaign, point: Point, matrix: Matrix,
+                 allocation: Optional[Allocation]) -> Optional[float]:
+    """The timeout for the next run of a point, or None when it cannot finish in the allocation.
+
+    Expected duration: the longest successful run of this point so far, else the matrix timeout.
+    """
+    remaining = allocation.remaining_s() if allocation else None
+    if remaining is None:
+        return matrix.timeout
+    past = [a.record() for a in campaign.attempts(point.id)]
+    durations = [r["duration_s"] for r in past if r and r.get("status") == "ok"]
+    expected = max(durations) * 1.5 if durations else matrix.timeout
+    if remaining - SLACK_S < expected:
+        return None
+    return min(matrix.timeout, remaining - SLACK_S)
+
+
+def _slurm_provenance(allocation: Allocation, command: LaunchCommand, stderr: str) -> dict:
+    step = step_provenance(stderr)
+    return {"job_id": step["job_id"] or allocation.job_id, "step_id": step["step_id"],
+            "nodes": step["nodes"], "allocation_nodes": allocation.nodes,
+            "tasks_per_node": command.ranks // max(1, int(_arg(command.argv, "-N") or 1)),
+            "partition": allocation.partition}
+
+
+def _arg(argv: List[str], flag: str) -> Optional[str]:
+    return argv[argv.index(flag) + 1] if flag in argv else None
 
 
 def _label(point: Point) -> str:
@@ -170,13 +222,14 @@ def _start_session(campaign: Campaign, plan: Plan) -> Path:
 
 
 def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt: store.Attempt,
-             matrix: Matrix, parse: Callable, known_ucx: Optional[set]) -> dict:
+             matrix: Matrix, parse: Callable, known_ucx: Optional[set],
+             timeout: Optional[float] = None, allocation: Optional[Allocation] = None) -> dict:
     """Run one claimed attempt, parse it and write its record; the attempt is released after."""
     point, command = prepared.point, prepared.command
     repeat = attempt.repeat
     try:
         stdout, stderr = attempt.path / "stdout.txt", attempt.path / "stderr.txt"
-        outcome = runner.run(command, stdout, stderr, matrix.timeout, cwd=attempt.path)
+        outcome = runner.run(command, stdout, stderr, timeout or matrix.timeout, cwd=attempt.path)
         text = stdout.read_text(errors="replace")
         status, parsed, notes, error = outcome.status, None, [], None
         if status == "ok":
@@ -190,7 +243,8 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
                     status, error = "parse-error", "; ".join(fatal)
             except ParseError as exc:
                 status, error = "parse-error", str(exc)
-        both = text + "\n" + stderr.read_text(errors="replace")
+        err_text = stderr.read_text(errors="replace")
+        both = text + "\n" + err_text
         record = {
             "schema": 1,
             "campaign": campaign.name,
@@ -212,7 +266,7 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
             "oversubscribed": command.oversubscribed,
             "status": status,
             "exit_code": outcome.exit_code,
-            "timeout_s": matrix.timeout,
+            "timeout_s": timeout or matrix.timeout,
             "start": outcome.start,
             "end": outcome.end,
             "duration_s": outcome.duration_s,
@@ -221,6 +275,7 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
             "notes": notes,
             "ucx": provenance.ucx_report(command.full_env(), both, known_ucx),
             "session": session.name,
+            "slurm": _slurm_provenance(allocation, command, err_text) if allocation else None,
             "stdout": "stdout.txt",
             "stderr": "stderr.txt",
         }

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from commstack.errors import CampaignError
 from commstack.matrix.model import Matrix
+
+if TYPE_CHECKING:
+    from commstack.sweep import Plan
 
 
 def add_matrix_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,9 +23,51 @@ def add_matrix_arguments(p: argparse.ArgumentParser) -> None:
                    help="campaign name (default: the matrix's `campaign`, else its file name)")
 
 
+    p.add_argument("--local", action="store_true",
+                   help="launch with mpirun/mpiexec on this node even inside a Slurm allocation")
+    p.add_argument("--nodes", type=int, default=None, help="only the points with this node count")
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="only every N-th point starting at I (job arrays use this)")
+
+
+def machine_name(args: argparse.Namespace, matrix: Matrix) -> str:
+    return args.machine or matrix.path.resolve().parent.name
+
+
 def campaign_root(args: argparse.Namespace, matrix: Matrix) -> Path:
-    machine = args.machine or matrix.path.resolve().parent.name
-    return args.out / machine / (args.campaign or matrix.campaign)
+    return args.out / machine_name(args, matrix) / (args.campaign or matrix.campaign)
+
+
+def prepare_plan(args: argparse.Namespace, matrix: Matrix) -> "Plan":
+    """The plan for this invocation: machine facts, Slurm allocation, point selection."""
+    from commstack.launch.slurm import Allocation
+    from commstack.machine import find_machine
+    from commstack.sweep import prepare
+
+    machine = find_machine(machine_name(args, matrix), matrix.path.parent)
+    allocation = None if args.local else Allocation.from_environment()
+    return prepare(matrix, machine, allocation, select=point_filter(args, matrix))
+
+
+def point_filter(args: argparse.Namespace, matrix: Matrix):
+    from commstack.matrix.expand import expand
+
+    keep = None
+    if args.shard:
+        try:
+            index, count = (int(x) for x in args.shard.split("/"))
+            assert 0 <= index < count
+        except (ValueError, AssertionError):
+            raise CampaignError(f"--shard {args.shard!r}: expected I/N with 0 <= I < N") from None
+        ids = [p.id for p in expand(matrix) if args.nodes is None or p.get("nodes", 1) == args.nodes]
+        keep = set(ids[index::count])
+
+    def select(point) -> bool:
+        if args.nodes is not None and point.get("nodes", 1) != args.nodes:
+            return False
+        return keep is None or point.id in keep
+
+    return select
 
 
 def existing_campaign(path: Path) -> Path:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from commstack.cli.common import add_matrix_arguments, campaign_root
+from commstack.cli.common import add_matrix_arguments, campaign_root, prepare_plan
 from commstack.matrix.load import load_matrix
-from commstack.sweep import prepare
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -14,8 +13,11 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    plan = prepare(load_matrix(args.matrix))
+    plan = prepare_plan(args, load_matrix(args.matrix))
     m = plan.matrix
+    where = f"Slurm job {plan.allocation.job_id}" if plan.allocation else "this node"
+    print(f"# launching on {where}; machine facts: "
+          f"{plan.machine.path if plan.machine else 'none (defaults)'}")
     print(f"# campaign {campaign_root(args, m)}: {len(plan.points)} points x {m.repeats} repeats "
           f"= {len(plan.points) * m.repeats} runs, timeout {m.timeout:g}s per run")
     for prepared in plan.points:

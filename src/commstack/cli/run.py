@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from commstack.cli import plan as plan_command
-from commstack.cli.common import add_matrix_arguments, campaign_root
+from commstack.cli.common import add_matrix_arguments, campaign_root, prepare_plan
 from commstack.matrix.load import load_matrix
-from commstack.sweep import prepare, run_sweep
+from commstack.sweep import run_sweep
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -22,12 +22,13 @@ def register(p: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     if args.dry_run:
         return plan_command.execute(args)
-    plan = prepare(load_matrix(args.matrix))
+    plan = prepare_plan(args, load_matrix(args.matrix))
     root = campaign_root(args, plan.matrix)
     result = run_sweep(plan, root, retry_failed=args.retry_failed)
     print(f"campaign {root}: {result.ran} runs now, {result.skipped_done} already done, "
-          f"{result.failed} failed" + (" -- interrupted, run again to resume" if
-                                       result.interrupted else ""), file=sys.stderr)
+          f"{result.failed} failed"
+          + (f", {result.deferred} left pending (not enough allocation time)" if result.deferred else "")
+          + (" -- interrupted, run again to resume" if result.interrupted else ""), file=sys.stderr)
     if args.report and not result.interrupted:
         from commstack.report.markdown import write_report
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Optional
@@ -61,9 +62,15 @@ def load_machine_file(path: Path) -> Machine:
 
 
 def find_machine(name: str, start: Path) -> Optional[Machine]:
-    """site-configs/<name>/machine.yaml in the first ancestor of ``start`` that has one."""
-    for folder in [start.resolve(), *start.resolve().parents]:
-        candidate = folder / "site-configs" / name / "machine.yaml"
+    """site-configs/<name>/machine.yaml: under $COMMSTACK_SITE_CONFIGS, else in the first ancestor
+    of ``start`` (the matrix) that has one, else in this commstack checkout."""
+    roots = [Path(os.environ["COMMSTACK_SITE_CONFIGS"])] if os.environ.get(
+        "COMMSTACK_SITE_CONFIGS") else []
+    start = start.resolve()
+    roots += [folder / "site-configs" for folder in [start, *start.parents]]
+    roots.append(Path(__file__).resolve().parents[3] / "site-configs")
+    for root in roots:
+        candidate = root / name / "machine.yaml"
         if candidate.is_file():
             return load_machine_file(candidate)
     return None
