@@ -2,6 +2,8 @@
 
 from commstack.launch.command import LaunchError
 from commstack.launch.stack import StackError
+from commstack.launch.submit import SubmitError
+from commstack.machine import MachineError
 from commstack.matrix.model import MatrixError
 from commstack.parsers.errors import ParseError
 from commstack.store.files import AlreadyExists
@@ -12,4 +14,4 @@ class CampaignError(ValueError):
 
 
 USER_ERRORS = (MatrixError, StackError, LaunchError, ParseError, AlreadyExists, CampaignError,
-               FileNotFoundError)
+               FileNotFoundError, SubmitError, MachineError)

@@ -7,10 +7,10 @@ import sys
 from typing import List, Optional
 
 from commstack import __version__
-from commstack.cli import mirror, parse, plan, report, run, status
+from commstack.cli import mirror, parse, plan, report, run, status, submit
 
 COMMANDS = {"plan": plan, "run": run, "parse": parse, "report": report, "status": status,
-            "mirror": mirror}
+            "submit": submit, "mirror": mirror}
 
 
 def build_parser() -> argparse.ArgumentParser:

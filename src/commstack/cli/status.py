@@ -32,7 +32,27 @@ def execute(args: argparse.Namespace) -> int:
             print(f"{point.id}  {' '.join(s[0] for s in states)}  {params}")
     summary = ", ".join(f"{totals[s]} {s}" for s in ("done", "failed", "running", "pending"))
     print(f"{campaign.root}: {summary} (of {sum(totals.values())} runs)")
+    _print_jobs(campaign)
     return 0 if totals["failed"] == 0 else 3
+
+
+def _print_jobs(campaign: Campaign) -> None:
+    """Slurm jobs submitted for this campaign and their state (squeue, else sacct)."""
+    from commstack.launch import submit as slurm
+
+    jobs = slurm.submitted_jobs(campaign)
+    if not jobs:
+        return
+    ids = [j["job_id"] for j in jobs]
+    try:
+        queued = slurm.queue_states(ids)
+        finished = slurm.finished_states([i for i in ids if i not in queued])
+    except (OSError, ValueError):
+        queued, finished = {}, {}
+    for job in jobs:
+        state = queued.get(job["job_id"]) or finished.get(job["job_id"]) or "finished (not in queue)"
+        kind = f"array[{job['array']}]" if job.get("array", 1) > 1 else "job"
+        print(f"  slurm {kind} {job['job_id']}: nodes={job['nodes']} runs={job['runs']} {state}")
 
 
 def _last_matrix(campaign: Campaign) -> Path:

@@ -1,0 +1,79 @@
+"""Submit a matrix to Slurm: a batch job per node-count group (or job arrays); --resume
+resubmits what is not done."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from commstack.cli.common import add_matrix_arguments, campaign_root, machine_name
+from commstack.errors import CampaignError
+from commstack.launch import submit as slurm
+from commstack.launch.slurm import Allocation
+from commstack.machine import find_machine
+from commstack.matrix.load import load_matrix
+from commstack.store.campaign import Campaign
+from commstack.sweep import prepare
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    add_matrix_arguments(p)
+    p.add_argument("--resume", action="store_true",
+                   help="submit jobs for what is not done (skipping node counts with jobs queued)")
+    p.add_argument("--retry-failed", action="store_true", help="also rerun failed runs")
+    p.add_argument("--array", type=int, default=0, metavar="RUNS",
+                   help="use job arrays with about RUNS runs per array task (points are independent)")
+    p.add_argument("--time", help="time limit per job (default: machine.yaml scheduler.time_limit)")
+    p.add_argument("--partition")
+    p.add_argument("--account")
+    p.add_argument("--qos")
+    p.add_argument("--constraint")
+    p.add_argument("--dry-run", action="store_true", help="print the batch scripts, submit nothing")
+
+
+def execute(args: argparse.Namespace) -> int:
+    matrix = load_matrix(args.matrix)
+    machine = find_machine(machine_name(args, matrix), matrix.path.parent)
+    # Validate every point and binary now, not on the compute node an hour later.
+    plan = prepare(matrix, machine, Allocation("submit"))
+    root = campaign_root(args, matrix)
+    campaign = Campaign(root)
+    earlier = slurm.submitted_jobs(campaign)
+    active = slurm.queue_states([j["job_id"] for j in earlier])
+    if earlier and not args.resume:
+        raise CampaignError(f"{root}: jobs were submitted before ({len(earlier)}); use --resume")
+    busy_nodes = {j["nodes"] for j in earlier if j["job_id"] in active}
+
+    groups = slurm.pending_work(campaign, [p.point for p in plan.points], matrix.repeats,
+                                args.retry_failed)
+    options = slurm.SbatchOptions.from_machine(
+        machine, time=args.time, partition=args.partition, account=args.account, qos=args.qos,
+        constraint=args.constraint)
+    run_args = [str(matrix.path.resolve()), "--out", str(args.out.resolve()),
+                "--machine", machine_name(args, matrix), "--campaign", campaign.name]
+    if args.retry_failed:
+        run_args.append("--retry-failed")
+    if not args.dry_run:
+        campaign.ensure({"campaign": campaign.name, "machine": campaign.machine,
+                         "benchmark": matrix.benchmark.name, "matrix": str(matrix.path)})
+    submitted = 0
+    for nodes, request in sorted(groups.items()):
+        if nodes in busy_nodes:
+            print(f"nodes={nodes}: a job is still queued or running; not resubmitted")
+            continue
+        if args.array:
+            request.shards = max(1, min(request.points, math.ceil(request.runs / args.array)))
+        script = slurm.batch_script(request, run_args, options, campaign, Path.cwd())
+        if args.dry_run:
+            print(f"# nodes={nodes}: {request.runs} runs\n{script}")
+            continue
+        job = slurm.submit(script, campaign, request)
+        submitted += 1
+        kind = f"array of {request.shards}" if request.shards > 1 else "job"
+        print(f"nodes={nodes}: {request.runs} runs -> {kind} {job}")
+    if not groups:
+        print(f"{root}: nothing left to run")
+    elif not args.dry_run:
+        print(f"{submitted} job(s) submitted; follow with: commstack status {root}")
+    return 0
