@@ -6,8 +6,10 @@ drift of the machine spreads over all points instead of biasing one.
 
 from __future__ import annotations
 
+import itertools
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
@@ -112,6 +114,7 @@ def run_sweep(
     campaign_root: Path,
     retry_failed: bool = False,
     log: Callable[[str], None] = lambda s: print(s, flush=True),
+    parallel: int = 1,
 ) -> SweepResult:
     matrix = plan.matrix
     campaign = Campaign(campaign_root)
@@ -127,44 +130,68 @@ def run_sweep(
 
     result = SweepResult(campaign=campaign)
     old_term = signal.signal(signal.SIGTERM, _raise_interrupted)
-    total = len(plan.points) * matrix.repeats
-    index = 0
+    work = [(repeat, prepared) for repeat in range(1, matrix.repeats + 1)
+            for prepared in plan.points]
+    counter = itertools.count(1)
+
+    def one(repeat: int, prepared: PreparedPoint) -> None:
+        """Claim and run one (point, repeat) if it needs running; account for it in result."""
+        pid = prepared.point.id
+        campaign.save_point(prepared.point)
+        timeout = _time_budget(campaign, prepared.point, matrix, plan.allocation)
+        if timeout is None:
+            if campaign.state(pid, repeat) not in (store.DONE, store.FAILED):
+                result.deferred += 1
+            return
+        if runner.STOP.is_set():
+            return
+        state, attempt = campaign.claim(pid, repeat, retry_failed)
+        if attempt is None:
+            result.skipped_done += state == store.DONE
+            result.failed += state == store.FAILED
+            return
+        record = _run_one(campaign, session, prepared, attempt, matrix, parse,
+                          known_ucx[prepared.stack.name], timeout, plan.allocation)
+        result.ran += 1
+        status = record["status"]
+        log(f"[{next(counter)}] rep {repeat} {pid} {_label(prepared.point)}: {status}"
+            f" ({record['duration_s']:.1f}s)")
+        if status == "interrupted":
+            result.interrupted = True
+        elif status == "ok":
+            result.done += 1
+        else:
+            result.failed += 1
+
+    runner.STOP.clear()
     try:
-        for repeat in range(1, matrix.repeats + 1):
-            for prepared in plan.points:
-                index += 1
-                pid = prepared.point.id
-                campaign.save_point(prepared.point)
-                timeout = _time_budget(campaign, prepared.point, matrix, plan.allocation)
-                if timeout is None:
-                    if campaign.state(pid, repeat) not in (store.DONE, store.FAILED):
-                        result.deferred += 1
-                    continue
-                state, attempt = campaign.claim(pid, repeat, retry_failed)
-                if attempt is None:
-                    result.skipped_done += state == store.DONE
-                    result.failed += state == store.FAILED
-                    continue
-                record = _run_one(campaign, session, prepared, attempt, matrix, parse,
-                                  known_ucx[prepared.stack.name], timeout, plan.allocation)
-                result.ran += 1
-                status = record["status"]
-                log(f"[{index}/{total}] rep {repeat} {pid} {_label(prepared.point)}: {status}"
-                    f" ({record['duration_s']:.1f}s)")
-                if status == "interrupted":
-                    result.interrupted = True
-                    return result
-                if status == "ok":
-                    result.done += 1
-                else:
-                    result.failed += 1
+        if parallel <= 1:
+            for repeat, prepared in work:
+                one(repeat, prepared)
+                if result.interrupted:
+                    break
+        else:
+            _run_side_by_side(one, work, parallel)
     except (KeyboardInterrupt, runner.Interrupted):
+        runner.stop_all()
         result.interrupted = True
-        return result
     finally:
         signal.signal(signal.SIGTERM, old_term)
         write_records_csv(campaign.root, campaign.records())
     return result
+
+
+def _run_side_by_side(one: Callable, work: List[tuple], parallel: int) -> None:
+    """Up to `parallel` points at once (small points sharing an allocation)."""
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        futures = [pool.submit(one, repeat, prepared) for repeat, prepared in work]
+        try:
+            for future in as_completed(futures):
+                future.result()
+        except BaseException:
+            runner.stop_all()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
 
 
 # A step needs this much besides its expected duration (srun start-up, record writing).

@@ -17,6 +17,8 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retry-failed", action="store_true",
                    help="run again points whose last attempt failed (crash, timeout, parse error)")
     p.add_argument("--report", action="store_true", help="write the report when the sweep ends")
+    p.add_argument("--parallel", type=int, default=1, metavar="K",
+                   help="run up to K points side by side (small points sharing an allocation)")
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -24,7 +26,7 @@ def execute(args: argparse.Namespace) -> int:
         return plan_command.execute(args)
     plan = prepare_plan(args, load_matrix(args.matrix))
     root = campaign_root(args, plan.matrix)
-    result = run_sweep(plan, root, retry_failed=args.retry_failed)
+    result = run_sweep(plan, root, retry_failed=args.retry_failed, parallel=args.parallel)
     print(f"campaign {root}: {result.ran} runs now, {result.skipped_done} already done, "
           f"{result.failed} failed"
           + (f", {result.deferred} left pending (not enough allocation time)" if result.deferred else "")

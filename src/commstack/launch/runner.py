@@ -22,6 +22,21 @@ KILL_GRACE_S = 5.0
 _PR_SET_PDEATHSIG = 1
 
 
+# Set when the sweep is stopping: runs in flight report `interrupted`, none are started.
+STOP = threading.Event()
+_LIVE: "set[subprocess.Popen[bytes]]" = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_all() -> None:
+    """Stop every run in flight (runs side by side live in worker threads)."""
+    STOP.set()
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        _kill_group(proc)
+
+
 class Interrupted(Exception):
     """The harness was asked to stop (SIGINT, SIGTERM) while a point was running."""
 
@@ -60,6 +75,8 @@ def run(cmd: LaunchCommand, stdout: Path, stderr: Path, timeout: float, cwd: Pat
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
         # A blocking wait plus a timer, not wait(timeout=): that one polls with sleeps of up to
         # 50 ms, which would add tens of milliseconds to every point.
         timed_out = threading.Event()
@@ -79,7 +96,11 @@ def run(cmd: LaunchCommand, stdout: Path, stderr: Path, timeout: float, cwd: Pat
             return RunOutcome("interrupted", proc.returncode, start, time.time())
         finally:
             timer.cancel()
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
     end = time.time()
+    if STOP.is_set():
+        return RunOutcome("interrupted", code, start, end)
     if timed_out.is_set():
         return RunOutcome("timeout", code, start, end)
     return RunOutcome("ok" if code == 0 else "crash", code, start, end)
