@@ -187,3 +187,48 @@ def test_array_tasks_share_one_campaign(stacks, tmp_path):
     counts = ok_counts(root)
     assert len(counts) == 6 and set(counts.values()) == {1}
     assert len(records(root)) == 6
+
+
+def test_small_points_side_by_side_in_one_allocation(stacks, tmp_path):
+    matrix = _matrix(tmp_path, {"impi": stacks["impi"]}, "side", """
+        benchmark: imb-mpi1
+        repeats: 1
+        timeout: 120
+        parameters: {stack: impi, benchmarks: PingPong, msglog: "0:18", iter: 300,
+                     ranks_per_node: 2, nodes: 1}
+        product:
+          mapping: [block, cyclic]
+          I_MPI_ADJUST_ALLREDUCE: [1, 2, 3]
+        """)
+    out = subprocess.run(["salloc", "-N3", "--exclusive", "-t", "10",
+                          str(REPO / "scripts" / "run_matrix.sh"), str(matrix), "--parallel", "3"],
+                         capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    recs = records(tmp_path / "results" / "slurm-ci" / "side")
+    assert len(recs) == 6 and all(r["status"] == "ok" for r in recs)
+    overlapping = [(a, b) for a in recs for b in recs if a is not b
+                   and a["start"] < b["end"] and b["start"] < a["end"]]
+    assert overlapping, "no two points ran at the same time"
+    assert any(a["slurm"]["nodes"] != b["slurm"]["nodes"] for a, b in overlapping)
+
+
+def test_open_mpi_mpirun_inside_the_allocation(stacks, tmp_path, monkeypatch):
+    if "ompi" not in stacks:
+        pytest.skip("skipped: no spack (IMB for Debian Open MPI is built with Spack)")
+    site = tmp_path / "site" / "slurm-ci"
+    site.mkdir(parents=True)
+    facts = (REPO / "site-configs" / "slurm-ci" / "machine.yaml").read_text()
+    facts = facts.replace('openmpi: {command: srun, args: ["--mpi=pmix"]}',
+                          'openmpi: {command: mpirun.openmpi}')
+    assert "mpirun.openmpi" in facts
+    (site / "machine.yaml").write_text(facts)
+    monkeypatch.setenv("COMMSTACK_SITE_CONFIGS", str(site.parent))
+    matrix = _matrix(tmp_path, {"ompi": stacks["ompi"]}, "mpirun",
+                     SWEEP.replace("STACKS", "ompi").replace("nodes: [1, 2, 3]", "nodes: [2]"))
+    out = subprocess.run(["salloc", "-N3", "--exclusive", "-t", "10",
+                          str(REPO / "scripts" / "run_matrix.sh"), str(matrix)],
+                         capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    (rec,) = records(tmp_path / "results" / "slurm-ci" / "mpirun")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert rec["argv"][:3] == ["mpirun.openmpi", "-np", "2"] and "ppr:1:node" in rec["argv"]
+    assert rec["slurm"]["job_id"] and {r["np"] for r in rec["parsed"]} == {2}
