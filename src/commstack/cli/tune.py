@@ -1,0 +1,73 @@
+"""Tune runtime settings with the Oracle study's staged method: each step is a sweep whose
+winner is fixed into the next; writes ucx.env, mca-params.conf and a decisions table."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from commstack.errors import CampaignError
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("plan", type=Path, nargs="?", help="tuning plan (plans/<machine>/<name>.yaml)")
+    p.add_argument("--machine", default=None, help="machine name (default: the plan's folder)")
+    p.add_argument("--out", type=Path, default=Path("results"), help="results root")
+    p.add_argument("--campaign", default=None, help="campaign name (default: the plan's)")
+    p.add_argument("--local", action="store_true", help="mpirun on this node even in Slurm")
+    p.add_argument("--compare-reference", type=Path, default=None, metavar="CSV",
+                   help="a reference decisions CSV (see --import-reference) to compare with")
+    p.add_argument("--import-reference", type=Path, default=None, metavar="CSV",
+                   help="normalise published decisions (oci_tuning_decisions.csv) into "
+                        "results/bm-optimized3-36/reference-tuning/decisions.csv and exit")
+
+
+def execute(args: argparse.Namespace) -> int:
+    from commstack.tune import reference
+
+    if args.import_reference:
+        rows = reference.import_reference(args.import_reference.read_text())
+        target = args.out / "bm-optimized3-36" / "reference-tuning" / "decisions.csv"
+        reference.write_reference(rows, target)
+        print(f"{len(rows)} published decisions -> {target}")
+        return 0
+    if args.plan is None:
+        raise CampaignError("a tuning plan is needed (or --import-reference)")
+
+    from commstack.benchmarks import registry
+    from commstack.launch.slurm import Allocation
+    from commstack.machine import find_machine
+    from commstack.store.files import replace
+    from commstack.tune import export
+    from commstack.tune.plan import load_plan
+    from commstack.tune.staged import TuneInterrupted, run_plan, tuned_parameters
+
+    plan = load_plan(args.plan)
+    machine_name = args.machine or plan.path.resolve().parent.name
+    machine = find_machine(machine_name, plan.path.parent)
+    allocation = None if args.local else Allocation.from_environment()
+    root = args.out / machine_name / (args.campaign or plan.campaign)
+    try:
+        results = run_plan(plan, root, machine, allocation)
+    except TuneInterrupted as exc:
+        print(f"commstack tune: {exc}")
+        return 130
+    names = tuned_parameters(plan)
+    bench = registry.get(plan.base["benchmark"])
+    failed = 0
+    for res in results:
+        summary = export.write_case_files(res, bench, names, plan.defaults, plan.decision.noise)
+        slower = summary["verify"]["slower_beyond_noise"]
+        failed += bool(slower)
+        print(f"{res.directory}/tuned: " + ", ".join(f"{k}={v}" for k, v in res.settings.items())
+              + (f"  (slower than default beyond noise at {slower} bytes!)" if slower else ""))
+    rows = export.decisions_table(results, names)
+    replace(root / "decisions.md", export.table_markdown(rows).encode())
+    replace(root / "decisions.csv", export.table_csv(rows).encode())
+    print(f"decisions: {root / 'decisions.md'}")
+    if args.compare_reference:
+        lines = reference.compare(rows, reference.read_reference(args.compare_reference))
+        text = export.table_markdown(lines)
+        replace(root / "reference-comparison.md", text.encode())
+        print(text)
+    return 0 if not failed else 3

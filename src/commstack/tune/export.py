@@ -1,0 +1,140 @@
+"""What a tuning hands to users: files to source, the decisions table, tuned-vs-default."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shlex
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from commstack.benchmarks.registry import Benchmark
+from commstack.matrix import parameters as P
+from commstack.store.files import replace
+from commstack.tune import decide as rule
+from commstack.tune.staged import CaseResult, measurements
+
+
+def env_file(settings: Dict[str, Any], benchmark: Benchmark, case: Dict[str, Any]) -> str:
+    lines = [f"# Tuned by commstack for {_case_text(case)}. Source it: . ./ucx.env"]
+    for name, value in settings.items():
+        kind = P.classify(name, benchmark)
+        if kind.kind == "env":
+            lines.append(f"export {kind.env_name}={shlex.quote(str(value))}")
+        elif kind.kind != "mca":
+            lines.append(f"# {name} = {value} (a launcher setting, not a variable)")
+    return "\n".join(lines) + "\n"
+
+
+def mca_file(settings: Dict[str, Any], benchmark: Benchmark, case: Dict[str, Any]) -> str:
+    lines = [f"# Tuned by commstack for {_case_text(case)}.",
+             "# Open MPI reads this as $HOME/.openmpi/mca-params.conf or "
+             "<prefix>/etc/openmpi-mca-params.conf, or via OMPI_MCA_mca_base_param_files=<this file>."]
+    for name, value in settings.items():
+        if P.classify(name, benchmark).kind == "mca":
+            lines.append(f"{name[4:]} = {value}")
+    return "\n".join(lines) + "\n"
+
+
+def _case_text(case: Dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in case.items()) or "the whole plan"
+
+
+def decisions_table(results: List[CaseResult], names: List[str]) -> List[Dict[str, Any]]:
+    rows = []
+    for res in results:
+        row: Dict[str, Any] = dict(res.case)
+        row.update({n: res.settings.get(n) for n in names})
+        for step in res.steps:
+            for group, choice in (step.get("per_group") or {}).items():
+                for k, v in choice.items():
+                    if k != step["per"]:
+                        row[f"{k} [{step['per']}={group}]"] = v
+        rows.append(row)
+    return rows
+
+
+def table_markdown(rows: List[Dict[str, Any]]) -> str:
+    columns = _columns(rows)
+    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    out += ["| " + " | ".join(str(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def table_csv(rows: List[Dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=_columns(rows))
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def _columns(rows: List[Dict[str, Any]]) -> List[str]:
+    columns: List[str] = []
+    for row in rows:
+        columns += [c for c in row if c not in columns]
+    return columns
+
+
+def verify(result: CaseResult, names: List[str], defaults: Dict[str, Any],
+           noise: "str | float") -> Dict[str, Any]:
+    """Tuned vs default per message size from the verify sweep: sizes where tuned is slower
+    beyond noise (should be none), faster beyond noise, or within noise."""
+    benchmark = result.case.get("benchmarks")
+    data = measurements(result.directory / "verify", names,
+                        benchmark if isinstance(benchmark, str) and " " not in benchmark else None)
+    default_key = tuple(defaults[n] for n in names)
+    tuned_key = tuple(result.settings[n] for n in names)
+    slower, faster, same = [], [], []
+    for size, samples in sorted(data.get(default_key, {}).items(), key=lambda kv: kv[0] or -1):
+        tuned_samples = data.get(tuned_key, {}).get(size)
+        if not tuned_samples:
+            continue
+        d, t = rule.Stats.of(samples), rule.Stats.of(tuned_samples)
+        (faster if rule.beats(t, d, noise) else slower if rule.beats(d, t, noise) else same
+         ).append(size)
+    return {"slower_beyond_noise": slower, "faster_beyond_noise": faster, "within_noise": same,
+            "data": {"default": data.get(default_key, {}), "tuned": data.get(tuned_key, {})}}
+
+
+def plot_tuned_vs_default(check: Dict[str, Any], title: str, path: Path) -> Optional[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    for label, series in check["data"].items():
+        points = sorted((s, rule.Stats.of(v).value) for s, v in series.items() if s)
+        if points:
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3,
+                    label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("message size [bytes]")
+    ax.set_ylabel("time [usec] (trimmed mean over repeats)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def write_case_files(result: CaseResult, benchmark: Benchmark, names: List[str],
+                     defaults: Dict[str, Any], noise: "str | float") -> Dict[str, Any]:
+    out = result.directory / "tuned"
+    out.mkdir(parents=True, exist_ok=True)
+    replace(out / "ucx.env", env_file(result.settings, benchmark, result.case).encode())
+    replace(out / "mca-params.conf", mca_file(result.settings, benchmark, result.case).encode())
+    check = verify(result, names, defaults, noise)
+    plot_tuned_vs_default(check, f"tuned vs default: {_case_text(result.case)}",
+                          out / "tuned_vs_default.png")
+    summary = {"case": result.case, "settings": result.settings, "steps": result.steps,
+               "verify": {k: v for k, v in check.items() if k != "data"}}
+    import json
+
+    replace(out / "decision.json", (json.dumps(summary, indent=1, default=str) + "\n").encode())
+    return summary

@@ -1,0 +1,141 @@
+"""A tuning plan: a base sweep, the untuned defaults, and the staged steps.
+
+```yaml
+campaign: tune-local
+base:                      # everything a matrix has except the axes
+  benchmark: imb-mpi1
+  repeats: 5
+  stacks: {...}
+  parameters: {msglog: "0:16", npmin: 4, mca.pml: ucx}
+cases:                     # each combination is tuned on its own (like the study's 48 cases)
+  nodes: [2]
+  ranks_per_node: [2]
+  benchmarks: [Allreduce, Alltoall]
+defaults:                  # the untuned configuration of every tuned parameter
+  UCX_TLS: all
+  UCX_RNDV_THRESH: auto
+steps:
+  - name: tls-rndv
+    multi_node_only: true  # skipped for single-node cases, as the study does
+    product: {UCX_TLS: [all, "self,sm,tcp"], UCX_RNDV_THRESH: [auto, 16kb, 64kb]}
+  - name: component-mapping
+    per: mca.coll             # choose the other axes separately for each value of this one
+    product: {mca.coll: ["^hcoll,ucc", "^tuned,hcoll,ucc"], mapping: [block, cyclic]}
+decision: {noise: range, min_gain: 0.0}
+```
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import yaml
+
+from commstack.benchmarks import registry
+from commstack.matrix import parameters as P
+from commstack.matrix.model import MatrixError
+
+BASE_KEYS = {"benchmark", "repeats", "timeout", "stacks", "parameters", "description"}
+
+
+@dataclass
+class Step:
+    name: str
+    product: Dict[str, List[Any]] = field(default_factory=dict)
+    zip: List[Dict[str, List[Any]]] = field(default_factory=list)
+    per: Optional[str] = None
+    multi_node_only: bool = False
+
+    @property
+    def axes(self) -> List[str]:
+        names = list(self.product)
+        for group in self.zip:
+            names += list(group)
+        return names
+
+    def candidates(self) -> List[Dict[str, Any]]:
+        axes = [[{k: v} for v in values] for k, values in self.product.items()]
+        for group in self.zip:
+            axes.append([dict(zip(group, items)) for items in zip(*group.values())])
+        out = []
+        for combo in itertools.product(*axes):
+            merged: Dict[str, Any] = {}
+            for part in combo:
+                merged.update(part)
+            out.append(merged)
+        return out
+
+
+@dataclass
+class Decision:
+    noise: str = "range"  # "range": the repeats' spread; or a relative number such as 0.05
+    min_gain: float = 0.0  # a candidate must also be this much faster (relative)
+    allow_losses: bool = False  # True: a win at some sizes may pay for a loss at others
+
+
+@dataclass
+class TunePlan:
+    path: Path
+    campaign: str
+    base: Dict[str, Any]
+    cases: Dict[str, List[Any]]
+    defaults: Dict[str, Any]
+    steps: List[Step]
+    decision: Decision
+
+    def case_list(self) -> List[Dict[str, Any]]:
+        names = list(self.cases)
+        return [dict(zip(names, combo)) for combo in itertools.product(*self.cases.values())]
+
+
+def load_plan(path: Path) -> TunePlan:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise MatrixError(f"{path}: cannot read tuning plan: {exc}") from None
+    if not isinstance(data, dict):
+        raise MatrixError(f"{path}: expected a mapping at the top level")
+    unknown = set(data) - {"campaign", "base", "cases", "defaults", "steps", "decision"}
+    if unknown:
+        raise MatrixError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; expected campaign, "
+                          "base, cases, defaults, steps, decision")
+    base = data.get("base") or {}
+    if set(base) - BASE_KEYS:
+        raise MatrixError(f"{path}: base: unknown key(s) {', '.join(sorted(set(base) - BASE_KEYS))}"
+                          f"; expected {', '.join(sorted(BASE_KEYS))}")
+    if "benchmark" not in base or "stacks" not in base:
+        raise MatrixError(f"{path}: base: needs `benchmark` and `stacks`")
+    steps = []
+    for i, raw in enumerate(data.get("steps") or []):
+        extra = set(raw) - {"name", "product", "zip", "per", "multi_node_only"}
+        if extra or "name" not in raw:
+            raise MatrixError(f"{path}: steps[{i}]: needs `name`; allowed keys: name, product, zip, "
+                              f"per, multi_node_only (got {', '.join(sorted(raw))})")
+        step = Step(raw["name"], dict(raw.get("product") or {}), list(raw.get("zip") or []),
+                    raw.get("per"), bool(raw.get("multi_node_only", False)))
+        if not step.axes:
+            raise MatrixError(f"{path}: steps[{i}] ({step.name}): no axes to tune")
+        if step.per and step.per not in step.axes:
+            raise MatrixError(f"{path}: steps[{i}].per: {step.per!r} is not an axis of the step")
+        steps.append(step)
+    if not steps:
+        raise MatrixError(f"{path}: steps: at least one step is needed")
+    decision = Decision(**(data.get("decision") or {}))
+    plan = TunePlan(path, data.get("campaign", path.stem), base, dict(data.get("cases") or {}),
+                    dict(data.get("defaults") or {}), steps, decision)
+    bench = registry.get(base["benchmark"])
+    names = set(plan.cases) | set(plan.defaults) | {n for s in steps for n in s.axes}
+    for name in sorted(names):
+        try:
+            P.classify(name, bench)
+        except ValueError as exc:
+            raise MatrixError(f"{path}: {name}: {exc}") from None
+    for step in steps:
+        for name in step.axes:
+            if name in plan.cases:
+                raise MatrixError(f"{path}: {step.name}.{name}: already a `cases` dimension")
+    return plan

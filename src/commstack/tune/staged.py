@@ -1,0 +1,204 @@
+"""Run a tuning plan: per case, each step is a sweep whose winner is fixed into the next steps.
+
+Layout under results/<machine>/<campaign>/<case>/:
+  <step>/            an ordinary campaign (matrix.yaml, points/, records.csv ...)
+  <step>/decision.json   what the step chose (written once: a rerun continues after it)
+  verify/            default vs tuned, side by side
+  tuned/             ucx.env, mca-params.conf, decision.json, tuned_vs_default.png
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
+
+import yaml
+
+from commstack.aggregate import metric_of
+from commstack.launch.slurm import Allocation
+from commstack.machine import Machine
+from commstack.matrix.load import load_matrix
+from commstack.matrix.model import MatrixError
+from commstack.store.campaign import Campaign
+from commstack.store.files import read_json, write_new, write_new_json
+from commstack.sweep import SweepResult, prepare, run_sweep
+from commstack.tune import decide as rule
+from commstack.tune.plan import Step, TunePlan
+
+
+class TuneInterrupted(Exception):
+    """A step's sweep was interrupted; rerun the same command to continue."""
+
+
+@dataclass
+class CaseResult:
+    case: Dict[str, Any]
+    settings: Dict[str, Any]  # the tuned values of every tuned parameter
+    steps: List[dict]
+    directory: Path
+    runs: int
+
+
+def case_slug(case: Dict[str, Any]) -> str:
+    parts = []
+    for key, value in case.items():
+        short = {"nodes": "n", "ranks_per_node": "ppn"}.get(key, "")
+        text = str(value).replace(" ", "-").lower()
+        parts.append(f"{short}{text}" if short else text)
+    return "_".join(parts) or "case"
+
+
+def tuned_parameters(plan: TunePlan) -> List[str]:
+    names: List[str] = []
+    for step in plan.steps:
+        names += [n for n in step.axes if n not in names]
+    return names
+
+
+def run_plan(plan: TunePlan, root: Path, machine: Optional[Machine], allocation: Optional[Allocation],
+             log: Callable[[str], None] = print) -> List[CaseResult]:
+    missing = [n for n in tuned_parameters(plan) if n not in plan.defaults]
+    if missing:
+        raise MatrixError(f"{plan.path}: defaults: no default for {', '.join(missing)} (the "
+                          "untuned value is the incumbent every candidate must beat)")
+    return [run_case(plan, case, root / case_slug(case), machine, allocation, log)
+            for case in plan.case_list()]
+
+
+def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Optional[Machine],
+             allocation: Optional[Allocation], log: Callable[[str], None]) -> CaseResult:
+    settings = dict(plan.defaults)
+    done_steps: List[dict] = []
+    runs = 0
+    for step in plan.steps:
+        if step.multi_node_only and int(case.get("nodes", plan.base.get("parameters", {})
+                                                 .get("nodes", 1))) <= 1:
+            continue
+        step_dir = directory / step.name
+        decision_file = step_dir / "decision.json"
+        if decision_file.exists():
+            decision = read_json(decision_file)
+        else:
+            candidates = step.candidates()
+            incumbent = {ax: settings[ax] for ax in step.axes}
+            if incumbent not in candidates:
+                candidates.append(incumbent)
+            runs += _sweep(plan, case, settings, step.axes, candidates, step_dir, machine,
+                           allocation, log)
+            decision = _decide(plan, step, case, incumbent, step_dir)
+            write_new_json(decision_file, decision)
+        log(f"{directory.name}: step {step.name}: "
+            + ("keeps " if not decision["changed"] else "chooses ")
+            + ", ".join(f"{k}={v}" for k, v in decision["winner"].items()))
+        settings.update(decision["winner"])
+        done_steps.append(decision)
+    names = tuned_parameters(plan)
+    default = {n: plan.defaults[n] for n in names}
+    tuned = {n: settings[n] for n in names}
+    verify_dir = directory / "verify"
+    runs += _sweep(plan, case, settings, names, [default, tuned] if tuned != default else [default],
+                   verify_dir, machine, allocation, log)
+    return CaseResult(case, tuned, done_steps, directory, runs)
+
+
+def _matrix_text(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any],
+                 axes: List[str], candidates: List[Dict[str, Any]]) -> str:
+    base = {k: v for k, v in plan.base.items() if k != "parameters"}
+    parameters = dict(plan.base.get("parameters") or {})
+    parameters.update(case)
+    parameters.update({k: v for k, v in settings.items() if k not in axes})
+    data = dict(base, parameters=parameters,
+                zip=[{ax: [c[ax] for c in candidates] for ax in axes}])
+    header = "# Written by `commstack tune`: one step of a staged tuning (candidates zipped).\n"
+    return header + yaml.safe_dump(data, sort_keys=False)
+
+
+def _sweep(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axes: List[str],
+           candidates: List[Dict[str, Any]], step_dir: Path, machine: Optional[Machine],
+           allocation: Optional[Allocation], log: Callable[[str], None]) -> int:
+    step_dir.mkdir(parents=True, exist_ok=True)
+    text = _matrix_text(plan, case, settings, axes, candidates)
+    matrix_path = step_dir / "matrix.yaml"
+    if matrix_path.exists():
+        if matrix_path.read_text() != text:
+            raise MatrixError(f"{matrix_path}: the plan or an earlier decision changed since this "
+                              "step started; tune into a new campaign (--campaign) or remove it")
+    else:
+        write_new(matrix_path, text.encode())
+    matrix = load_matrix(matrix_path)
+    result: SweepResult = run_sweep(prepare(matrix, machine, allocation), step_dir, log=log)
+    if result.interrupted:
+        raise TuneInterrupted(f"{step_dir}: interrupted; run the same command to continue")
+    if result.deferred:
+        raise TuneInterrupted(f"{step_dir}: {result.deferred} runs left for a longer allocation")
+    return result.ran
+
+
+def measurements(campaign_dir: Path, axes: List[str], benchmark: Optional[str]
+                 ) -> Dict[Tuple, Dict[Optional[int], List[float]]]:
+    """Per candidate (tuple of axis values) and message size: the metric of every repeat, taken
+    from the rows at the largest process count of the case's benchmark."""
+    found: Dict[Tuple, Dict[Optional[int], List[float]]] = {}
+    for rec in Campaign(campaign_dir).records():
+        if rec["status"] != "ok":
+            continue
+        rows = rec["parsed"] if isinstance(rec["parsed"], list) else [rec["parsed"]]
+        rows = [r for r in rows if r.get("status", "ok") == "ok"
+                and (benchmark is None or r.get("benchmark", benchmark).lower() == benchmark.lower())]
+        if not rows:
+            continue
+        top = max((r.get("np") or 0) for r in rows)
+        key = tuple(rec["params"].get(ax) for ax in axes)
+        for row in rows:
+            metric = metric_of(row)
+            if metric is None or (row.get("np") or 0) != top:
+                continue
+            value = float(row[metric[0]])
+            found.setdefault(key, {}).setdefault(row.get("bytes"), []).append(
+                value if metric[1] else 1.0 / value)  # bandwidth: lower 1/bw is better
+    return found
+
+
+def _decide(plan: TunePlan, step: Step, case: Dict[str, Any], incumbent: Dict[str, Any],
+            step_dir: Path) -> dict:
+    benchmark = case.get("benchmarks", (plan.base.get("parameters") or {}).get("benchmarks"))
+    single = benchmark if isinstance(benchmark, str) and " " not in benchmark else None
+    data = measurements(step_dir, step.axes, single)
+    key = tuple(incumbent[ax] for ax in step.axes)
+    if key not in data:
+        raise MatrixError(f"{step_dir}: the incumbent {incumbent} has no successful runs; "
+                          "see its records (commstack status / report)")
+    per_group: Dict[Hashable, rule.Outcome] = {}
+    if step.per:
+        outcome, per_group = rule.decide_per_group(data, key, step.axes, step.per,
+                                                   plan.decision.noise, plan.decision.min_gain,
+                                                   plan.decision.allow_losses)
+    else:
+        outcome = rule.decide(data, key, plan.decision.noise, plan.decision.min_gain,
+                              plan.decision.allow_losses)
+
+    def named(cand: Hashable) -> Dict[str, Any]:
+        return dict(zip(step.axes, cand))
+
+    return {
+        "step": step.name,
+        "case": case,
+        "axes": step.axes,
+        "incumbent": named(outcome.incumbent),
+        "winner": named(outcome.winner),
+        "changed": outcome.changed,
+        "rule": {"noise": plan.decision.noise, "min_gain": plan.decision.min_gain,
+                 "allow_losses": plan.decision.allow_losses},
+        "scores": [{"setting": named(c), "score": s} for c, s in outcome.scores.items()],
+        "bands": [{"from_bytes": b.first, "to_bytes": b.last, "best": named(b.best),
+                   "gain": b.gain} for b in outcome.bands],
+        "per": step.per,
+        "per_group": {str(v): named(o.winner) for v, o in per_group.items()},
+        "candidates": len(data),
+    }
+
+
+def load_case_decisions(directory: Path) -> List[dict]:
+    return [json.loads(p.read_text()) for p in sorted(directory.glob("*/decision.json"))]
