@@ -34,7 +34,7 @@ def test_plan_prints_every_point_with_its_command_and_launches_nothing(write_mat
     out = commstack("plan", str(matrix), "--out", str(tmp_path / "results"))
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0] == "# launching on this node; machine facts: none (defaults)"
+    assert lines[0].startswith("# launching on this node; machine facts:")
     assert lines[1].startswith("# campaign") and "8 points x 3 repeats = 24 runs" in lines[1]
     commands = [line.strip() for line in lines if line.startswith("    ")]
     assert len(commands) == 8
