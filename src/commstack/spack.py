@@ -174,9 +174,12 @@ def _git_head(path: Path) -> str:
 
 
 def _lock_key(env_src: Path) -> str:
-    """Key for the lockfile cache: environment file, Spack version, package repo commits."""
+    """Key for the lockfile cache: environment file, Spack version, package repo commits, and
+    the content of this checkout's recipes (edited recipes must not reuse an old solve)."""
     h = hashlib.sha256()
     h.update((env_src / "spack.yaml").read_bytes())
+    for recipe in sorted((Path(__file__).resolve().parents[2] / "packages").glob("*/*.py")):
+        h.update(recipe.read_bytes())
     h.update(run_spack(["--version"], timeout=120).encode())
     for line in run_spack(["repo", "list"], timeout=120).splitlines():
         parts = line.split()

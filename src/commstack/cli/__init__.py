@@ -7,10 +7,13 @@ import sys
 from typing import List, Optional
 
 from commstack import __version__
-from commstack.cli import mirror, parse, plan, report, run, status, submit
+from commstack.cli import compare, import_, mirror, parse, plan, report, run, status, submit, tune
 
 COMMANDS = {"plan": plan, "run": run, "parse": parse, "report": report, "status": status,
             "submit": submit, "mirror": mirror}
+COMMANDS["import"] = import_
+COMMANDS["compare"] = compare
+COMMANDS["tune"] = tune
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,4 +1,8 @@
-"""Write report.md with tables and plots for a campaign (aggregated over repeats)."""
+"""Write report.md with tables and plots for a campaign (aggregated over repeats).
+
+  commstack report results/<machine>/<campaign> [--default NAME=VALUE ...]
+  commstack report --index results      # results/README.md: one line per campaign
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,34 @@ import argparse
 from pathlib import Path
 
 from commstack.cli.common import existing_campaign
+from commstack.errors import CampaignError
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("campaign", type=Path, help="results/<machine>/<campaign>")
+    p.add_argument("campaign", type=Path, nargs="?", help="results/<machine>/<campaign>")
+    p.add_argument("--default", action="append", default=[], metavar="NAME=VALUE",
+                   help="the default value of a swept parameter, for tuned vs default "
+                        "(repeatable; auto/default/empty values count as default anyway)")
+    p.add_argument("--index", type=Path, metavar="RESULTS",
+                   help="write RESULTS/README.md indexing every campaign under RESULTS")
 
 
 def execute(args: argparse.Namespace) -> int:
+    if args.index is not None:
+        from commstack.report.index import write_index
+
+        print(write_index(args.index))
+        if args.campaign is None:
+            return 0
+    if args.campaign is None:
+        raise CampaignError("give a campaign directory (or --index RESULTS)")
+    defaults = {}
+    for item in args.default:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise CampaignError(f"--default {item!r}: expected NAME=VALUE")
+        defaults[name] = value
     from commstack.report.markdown import write_report
 
-    print(write_report(existing_campaign(args.campaign)))
+    print(write_report(existing_campaign(args.campaign), defaults))
     return 0

@@ -1,15 +1,24 @@
-"""report.md for one campaign: what ran, what failed, tables and plots of the aggregates."""
+"""report.md for one campaign: what ran, what failed, tables and plots of the aggregates, and the
+study-style parts that apply:
+
+* cartex campaigns: pivot tables in the published Betzy layout (``pivot``, ``published``); an
+  imported file is printed again as ``report/<file stem>.md``;
+* IMB collectives with swept parameters: tuning steps and tuned vs default (``oracle``);
+* IMB-RMA Unidir_put/get (and Uniband): flood bandwidth and latency table (``gasnet``).
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List
+from typing import Dict, List, Optional
 
 import pandas as pd
 
 from commstack.aggregate import aggregate
 from commstack.errors import CampaignError
+from commstack.report.gasnet import gasnet_section
+from commstack.report.oracle import images_csv, matrix_axes, oracle_section
 from commstack.report.plots import plot_section
 from commstack.report.tables import by_stack_summary, sections, to_markdown, units
 from commstack.store.campaign import Campaign
@@ -17,7 +26,9 @@ from commstack.store.files import replace
 from commstack.store.table import write_records_csv
 
 
-def write_report(campaign_root: Path) -> Path:
+def write_report(campaign_root: Path, defaults: Optional[Dict[str, str]] = None) -> Path:
+    """Write report/report.md (+ PNGs, summary.csv, records.csv); ``defaults`` names the
+    default value of parameters for the tuned-vs-default comparison (NAME -> VALUE)."""
     campaign = Campaign(Path(campaign_root))
     records = list(campaign.records())
     if not records:
@@ -25,12 +36,35 @@ def write_report(campaign_root: Path) -> Path:
     write_records_csv(campaign.root, records)
     out_dir = campaign.root / "report"
     out_dir.mkdir(exist_ok=True)
-    summary = pd.DataFrame(aggregate(records))
+    summary_rows = aggregate(records)
+    summary = pd.DataFrame(summary_rows)
     if not summary.empty:
         replace(campaign.root / "summary.csv", summary.to_csv(index=False).encode())
 
     lines: List[str] = [f"# {campaign.name} ({campaign.machine})", ""]
     lines += _overview(campaign, records)
+    swept = [r for r in records if not r.get("imported")]
+    if any(r.get("imported") for r in records):
+        lines += _imported_tables(campaign, records)
+    if any(r.get("benchmark") == "cartex" for r in swept):
+        lines += _cartex_tables(swept)
+    if swept:
+        swept_summary = aggregate(swept) if len(swept) < len(records) else summary_rows
+        lines += _generic_sections(pd.DataFrame(swept_summary), out_dir)
+        study, plots = oracle_section(swept_summary, matrix_axes(_last_matrix(campaign)),
+                                      out_dir, defaults)
+        lines += study
+        if plots:
+            replace(out_dir / "oracle_images.csv", images_csv(plots).encode())
+        lines += gasnet_section(swept, out_dir)[0]
+    lines += _problems(records)
+    report = out_dir / "report.md"
+    replace(report, ("\n".join(lines) + "\n").encode())
+    return report
+
+
+def _generic_sections(summary: pd.DataFrame, out_dir: Path) -> List[str]:
+    lines: List[str] = []
     for section in sections(summary):
         lines += ["", f"## {section.title}", "",
                   f"{units(section.metric)}, trimmed mean over repeats (min and max dropped).", ""]
@@ -38,10 +72,55 @@ def write_report(campaign_root: Path) -> Path:
             png = plot_section(section, out_dir / f"{section.slug}.png")
             lines += [f"![{section.title}]({png.name})", ""]
         lines.append(to_markdown(section.table))
-    lines += _problems(records)
-    report = out_dir / "report.md"
-    replace(report, ("\n".join(lines) + "\n").encode())
-    return report
+    return lines
+
+
+def _imported_tables(campaign: Campaign, records: List[dict]) -> List[str]:
+    """Each imported file's tables printed from the records: as published in report/<stem>.md,
+    with corrected labels and notes here."""
+    from commstack.report.published import imported_layouts, render_layout
+
+    lines: List[str] = []
+    for item in imported_layouts(campaign.root):
+        source = item.layout.source
+        text = render_layout(item.layout, records, as_published=True)
+        replace(campaign.root / "report" / f"{item.stem}.md",
+                (f"<!-- printed by commstack from the records of {campaign.machine}/"
+                 f"{campaign.name}, in the layout of {source.get('file')} -->\n\n"
+                 + text).encode())
+        lines += ["", f"## Published tables: {source.get('file')}", "",
+                  f"{item.info.get('numbers')} numbers ({item.layout.unit}) imported from "
+                  f"`{source.get('file')}` (sha256 {str(source.get('sha256'))[:12]}); "
+                  f"{item.info.get('nan_cells')} cells printed as NaN. Printed again from the "
+                  f"records in the published layout: [{item.stem}.md]({item.stem}.md).", ""]
+        lines += [f"- {n}" for n in item.info.get("notes", [])]
+        lines += [f"- corrected: {n}" for n in item.info.get("corrections", [])]
+        lines += ["", render_layout(item.layout, records, markdown=True, as_published=False)]
+    return lines
+
+
+def _cartex_tables(records: List[dict]) -> List[str]:
+    """Swept cartex results as "chosen results"-style tables (rows executables, columns hXfY)."""
+    from commstack.report.pivot import AmbiguousCell, auto_layout
+    from commstack.report.published import render_layout
+
+    layout = auto_layout(records)
+    if layout is None:
+        return []
+    try:
+        text = render_layout(layout, records)
+    except AmbiguousCell as exc:
+        return ["", "## Halo exchange tables", "", f"Not printed: {exc}."]
+    return ["", "## Halo exchange tables (Betzy layout)", "",
+            f"{layout.unit}, trimmed mean over repeats; rows executables, columns hXfY = halo X, "
+            "fields Y.", "", text]
+
+
+def _last_matrix(campaign: Campaign) -> Optional[dict]:
+    import yaml
+
+    copies = sorted((campaign.root / "sessions").glob("*/matrix.yaml"))
+    return yaml.safe_load(copies[-1].read_text()) if copies else None
 
 
 def _overview(campaign: Campaign, records: List[dict]) -> List[str]:
@@ -50,14 +129,18 @@ def _overview(campaign: Campaign, records: List[dict]) -> List[str]:
     lines = [f"- records: {len(records)} ({', '.join(f'{v} {k}' for k, v in counts.items())})",
              f"- points: {len({r['point_id'] for r in records})}, repeats up to "
              f"{max(r['repeat'] for r in records)}"]
+    imported = sorted({r["source"]["file"] for r in records if r.get("imported")})
+    if imported:
+        lines.append(f"- imported (published values, not runs): {', '.join(imported)}")
     if sessions:
         prov = json.loads(sessions[-1].read_text())
         lines += [f"- host: {prov.get('hostname')}, CPU: {prov.get('cpu_model')}, "
                   f"{prov.get('cpus_available')} CPUs available",
                   f"- commstack {prov.get('commstack_version')}, git {prov.get('git_commit')}",
                   f"- sessions: {len(sessions)} (provenance under sessions/)"]
-    for stack in sorted({r["stack"] for r in records}):
-        example = next(r for r in records if r["stack"] == stack)
+    swept = [r for r in records if not r.get("imported")]
+    for stack in sorted({str(r["stack"]) for r in swept}):
+        example = next(r for r in swept if str(r["stack"]) == stack)
         lines.append(f"- stack `{stack}` ({example['stack_info']['flavour']}): "
                      f"`{example['command']}`")
     return lines
@@ -70,8 +153,9 @@ def _problems(records: List[dict]) -> List[str]:
         lines += ["", "## Runs that did not succeed", "", "| point | repeat | try | status | exit |",
                   "|---|---|---|---|---|"]
         lines += [f"| {r['point_id']} | {r['repeat']} | {r['attempt']} | {r['status']} | "
-                  f"{r['exit_code']} |" for r in bad]
-    flagged = sorted({(r["point_id"], v) for r in records for v in r["ucx"]["unrecognised"]})
+                  f"{r.get('exit_code')} |" for r in bad]
+    flagged = sorted({(r["point_id"], v) for r in records
+                      for v in (r.get("ucx") or {}).get("unrecognised", [])})
     if flagged:
         lines += ["", "## UCX variables UCX did not recognise", ""]
         lines += [f"- point {pid}: `{name}`" for pid, name in flagged]

@@ -1,0 +1,94 @@
+"""Compare campaign B with campaign A, or a campaign with reference values; exit 1 on regression.
+
+  commstack compare A B [--threshold 0.1] [--ignore P] [--where K=V] [--out cmp.md]
+  commstack compare B --reference references/<machine>.yaml
+  commstack compare A --write-reference references/<machine>.yaml [--tolerance 0.1]
+
+Exit status: 0 pass, 1 a regression (or a reference value out of bounds), 2 a user error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+from commstack.cli.common import existing_campaign
+from commstack.errors import CampaignError
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("a", type=Path, help="campaign A (the baseline), results/<machine>/<campaign>")
+    p.add_argument("b", type=Path, nargs="?", help="campaign B (compared with A)")
+    p.add_argument("--reference", type=Path, help="check A against a references YAML instead")
+    p.add_argument("--write-reference", type=Path, metavar="FILE",
+                   help="write A's values as a references YAML (never overwrites)")
+    p.add_argument("--tolerance", type=float, default=0.10,
+                   help="relative bounds for --write-reference (default 0.10)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="relative slowdown that counts as a regression (default 0.10)")
+    p.add_argument("--ignore", action="append", default=[], metavar="PARAM",
+                   help="parameter not used to match points (repeatable)")
+    p.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                   help="only figures with this parameter/row value (repeatable)")
+    p.add_argument("--metric", default=None,
+                   help="parsed field to compare (default: the figure of merit per row)")
+    p.add_argument("--out", type=Path, default=None, help="also write the Markdown here")
+
+
+def _pairs(items: List[str]) -> Dict[str, str]:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise CampaignError(f"--where {item!r}: expected KEY=VALUE")
+        key, value = item.split("=", 1)
+        out[key] = value
+    return out
+
+
+def _describe(args: argparse.Namespace) -> str:
+    options = [f"--where {w}" for w in args.where] + [f"--ignore {i}" for i in args.ignore]
+    options += [f"--metric {args.metric}"] if args.metric else []
+    return " ".join([args.a.as_posix(), *options, f"--tolerance {args.tolerance:g}"])
+
+
+def execute(args: argparse.Namespace) -> int:
+    from commstack import compare as cmp
+    from commstack.store.campaign import Campaign
+    from commstack.store.files import replace, write_new
+
+    where = _pairs(args.where)
+    if sum(x is not None for x in (args.b, args.reference, args.write_reference)) != 1:
+        raise CampaignError("give exactly one of: campaign B, --reference FILE, "
+                            "--write-reference FILE")
+    if args.write_reference:
+        figs = cmp.select_figures(cmp.load_figures(args.a, args.metric), where)
+        text = cmp.write_references(figs, Campaign(args.a).machine, args.tolerance, list(where),
+                                    args.ignore, _describe(args))
+        write_new(args.write_reference, text.encode())
+        print(f"{args.write_reference}: {len(figs)} reference values")
+        return 0
+    if args.reference:
+        _, refs = cmp.load_references(args.reference)
+        records = list(Campaign(existing_campaign(args.a)).records())
+        records = [r for r in records if all(
+            k not in r.get("params", {}) or str(r["params"][k]) == v for k, v in where.items())]
+        checks = cmp.check_references(records, refs)
+        text = cmp.references_markdown(checks, str(args.reference))
+        failed = any(c.status == "out of bounds" for c in checks)
+    else:
+        threshold = cmp.DEFAULT_THRESHOLD if args.threshold is None else args.threshold
+        result = cmp.compare(cmp.load_figures(args.a, args.metric),
+                             cmp.load_figures(args.b, args.metric), threshold,
+                             args.ignore, where)
+        if not result.matches:
+            raise CampaignError(
+                f"no figure of {args.b} matches one of {args.a} on {', '.join(result.keys)} "
+                f"({result.ambiguous} ambiguous); use --ignore PARAM / --where KEY=VALUE")
+        text = cmp.comparison_markdown(result, str(args.a), str(args.b))
+        failed = result.failed
+    sys.stdout.write(text)
+    if args.out:
+        replace(args.out, text.encode())
+    return 1 if failed else 0

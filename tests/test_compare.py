@@ -1,0 +1,177 @@
+"""Must show: `commstack compare` passes an identical rerun within noise, flags an injected 20 %
+slowdown (and a slowdown of one point), and checks reference values with tolerances; its exit
+status is usable in CI (0 pass, 1 regression, 2 user error).
+
+The identical rerun is the same matrix run into a second campaign, its repeats interleaved with
+the first campaign's in ABBA order (repeat 1 of A then B, repeat 2 of B then A, ...): on this
+shared 2-core machine the load from other jobs changes by 2x within minutes, which a
+back-to-back rerun would measure as a real difference. Even interleaved, whole runs are lucky or
+unlucky (medians of B/A of 0.9 and 1.3 were seen), which compare's paired-repeat test calls
+"within the noise". The slowdowns are injected into a copy of campaign A's records.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from textwrap import dedent
+from typing import Callable
+
+import pytest
+import yaml
+
+from commstack.store.files import write_new_json
+from tests.sweeps import commstack, ok_counts, records
+
+MATRIX = dedent("""
+    benchmark: imb-mpi1
+    repeats: {repeats}
+    timeout: 120
+    stacks:
+      impi: {{flavour: intelmpi, prefix: "${{I_MPI_ROOT}}"}}
+    parameters:
+      benchmarks: Allreduce Alltoall Allgather PingPong
+      msglog: "0:12"
+      iter: 100
+      ranks_per_node: 2
+    product:
+      I_MPI_ADJUST_ALLREDUCE: ["", 2]
+    """)
+REPEATS = 3
+TIMES = ("t_min_us", "t_max_us", "t_avg_us", "t_us")
+
+
+@pytest.fixture(scope="module")
+def campaigns(impi_root, tmp_path_factory):
+    """Campaigns A and B: the same matrix, repeats interleaved in time (ABBA order)."""
+    tmp = tmp_path_factory.mktemp("compare")
+    matrix = tmp / "matrices" / "local" / "rerun.yaml"
+    matrix.parent.mkdir(parents=True)
+    for repeats in range(1, REPEATS + 1):
+        matrix.write_text(MATRIX.format(repeats=repeats))  # a resumed run does only the new repeat
+        for name in ("a", "b") if repeats % 2 else ("b", "a"):
+            run = commstack("run", str(matrix), "--out", str(tmp / "results"), "--campaign", name)
+            assert run.returncode == 0, run.stderr[-3000:]
+    return tmp, tmp / "results" / "local" / "a", tmp / "results" / "local" / "b"
+
+
+def scaled_copy(source: Path, target: Path, factor: float,
+                select: Callable[[dict, dict], bool] = lambda rec, row: True) -> Path:
+    """A new campaign holding ``source``'s records with the times of selected rows x factor."""
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("record.json", "report"))
+    for path in source.glob("points/*/rep*.try*/record.json"):
+        rec = json.loads(path.read_text())
+        for row in rec.get("parsed") or []:
+            if select(rec, row):
+                row.update({k: row[k] * factor for k in TIMES if isinstance(row.get(k), float)})
+        write_new_json(target / path.relative_to(source), rec)
+    return target
+
+
+def summary_counts(markdown: str) -> dict:
+    """{"matched figures": 96, "regressions": 0, "slower": 90, ...} from compare's summary."""
+    counts = {}
+    for line in markdown.splitlines()[:10]:
+        for part in line.lstrip("- ").split("; "):
+            name, _, value = part.partition(": ")
+            if value.isdigit():
+                counts[name] = int(value)
+    return counts
+
+
+def test_campaigns_ran_interleaved(campaigns):
+    _, a, b = campaigns
+    for root in (a, b):
+        counts = ok_counts(root)
+        assert len(counts) == 2 * REPEATS and set(counts.values()) == {1}
+    sessions = sorted(s.name for root in (a, b) for s in (root / "sessions").iterdir())
+    assert len(sessions) == 2 * REPEATS
+
+
+def test_identical_rerun_passes_within_noise(campaigns):
+    tmp, a, b = campaigns
+    run = commstack("compare", str(a), str(b), "--out", str(tmp / "rerun.md"))
+    assert run.returncode == 0, run.stdout[:3000]
+    assert "verdict: **PASS**" in run.stdout and "regressions: 0;" in run.stdout
+    assert "matched on: I_MPI_ADJUST_ALLREDUCE, benchmarks, iter, msglog, ranks_per_node" \
+        in run.stdout
+    assert (tmp / "rerun.md").read_text() == run.stdout
+
+
+def test_injected_20_percent_slowdown_is_flagged(campaigns):
+    tmp, a, _ = campaigns
+    slow = scaled_copy(a, tmp / "results" / "local" / "slow20", 1.2)
+    run = commstack("compare", str(a), str(slow))  # default threshold 10 %
+    assert run.returncode == 1, run.stdout[:3000]
+    assert "median 1.200 (broad slowdown)" in run.stdout and "verdict: **FAIL**" in run.stdout
+    assert "per repeat 1.200, 1.200, 1.200; t = inf" in run.stdout
+    counts = summary_counts(run.stdout)
+    assert counts["slower"] + counts["regressions"] >= 0.9 * counts["matched figures"]
+    # The same slowdown is within a 25 % threshold.
+    assert commstack("compare", str(a), str(slow), "--threshold", "0.25").returncode == 0
+
+
+def test_a_slowdown_of_one_configuration_at_large_sizes_is_a_regression(campaigns):
+    tmp, a, _ = campaigns
+
+    def allreduce_large(rec: dict, row: dict) -> bool:
+        return (row.get("benchmark") == "Allreduce" and (row.get("bytes") or 0) >= 1024
+                and rec["params"]["I_MPI_ADJUST_ALLREDUCE"] == 2)
+
+    slow = scaled_copy(a, tmp / "results" / "local" / "slow-allreduce", 10.0, allreduce_large)
+    run = commstack("compare", str(a), str(slow))
+    assert run.returncode == 1, run.stdout[:3000]
+    assert "median 1.000" in run.stdout and "verdict: **FAIL**" in run.stdout
+    flagged = [line for line in run.stdout.splitlines() if line.endswith("| regression |")]
+    # 1, 2 and 4 KiB; a size whose own repeats spread by more than 9x would only be "slower".
+    assert 1 <= len(flagged) <= 3 and summary_counts(run.stdout)["regressions"] == len(flagged)
+    assert all("benchmark=Allreduce" in line and "I_MPI_ADJUST_ALLREDUCE=2" in line
+               for line in flagged)
+
+
+def test_reference_values_with_tolerances(campaigns, tmp_path):
+    _, a, b = campaigns
+    ref = tmp_path / "local.yaml"
+    written = commstack("compare", str(a), "--write-reference", str(ref), "--where",
+                        "benchmark=PingPong", "--tolerance", "4.0")
+    assert written.returncode == 0, written.stderr
+    data = yaml.safe_load(ref.read_text())
+    assert data["machine"] == "local" and len(data["references"]) == 2 * 14
+    entry = data["references"][0]
+    assert entry["match"]["benchmark"] == "PingPong" and entry["metric"] == "t_us"
+    assert (entry["lower"], entry["upper"]) == (-4.0, 4.0)
+    checked = commstack("compare", str(b), "--reference", str(ref))
+    assert checked.returncode == 0 and "checked: 28, out of bounds: 0" in checked.stdout
+    # Never overwritten.
+    assert commstack("compare", str(a), "--write-reference", str(ref)).returncode == 2
+    # A reference 10x below what B measures, +-10 %, is out of bounds.
+    entry.update(value=entry["value"] / 10, lower=-0.1, upper=0.1)
+    tight = tmp_path / "tight.yaml"
+    tight.write_text(yaml.safe_dump(data))
+    out = commstack("compare", str(b), "--reference", str(tight))
+    assert out.returncode == 1 and "out of bounds: 1," in out.stdout
+    assert out.stdout.splitlines()[7].endswith("| out of bounds |")
+
+
+def test_committed_betzy_references_hold_for_the_imported_tables():
+    from tests.conftest import REPO
+
+    run = commstack("compare", str(REPO / "results" / "betzy" / "reference"), "--reference",
+                    str(REPO / "references" / "betzy.yaml"))
+    assert run.returncode == 0, run.stdout[:2000]
+    assert "checked: 80, out of bounds: 0, not measured: 0" in run.stdout
+
+
+def test_user_errors_exit_2(campaigns, tmp_path):
+    _, a, _ = campaigns
+    assert commstack("compare", str(tmp_path), str(a)).returncode == 2
+    assert commstack("compare", str(a)).returncode == 2  # neither B nor --reference
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("references: [{match: {}}]\n")
+    run = commstack("compare", str(a), "--reference", str(bad))
+    assert run.returncode == 2 and "needs match, metric and value" in run.stderr
+    # Nothing in common: every figure's key differs.
+    other = records(a)[0]["params"]["msglog"]
+    run = commstack("compare", str(a), str(a), "--where", f"msglog={other}x")
+    assert run.returncode == 2
