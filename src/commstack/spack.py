@@ -86,28 +86,6 @@ def spack_skip_reason() -> Optional[str]:
     return None
 
 
-def debian_mpich_prefix() -> Optional[Path]:
-    """A prefix whose bin/ holds Debian MPICH's wrappers under their plain names.
-
-    Debian installs MPICH at /usr but its ``mpicc`` is an alternative that usually points to Open
-    MPI; Spack calls ``<prefix>/bin/mpicc``. Environments declare the external MPICH with
-    ``prefix: $COMMSTACK_DEBIAN_MPICH`` (this directory) so that dependents compile with MPICH.
-    """
-    if not Path("/usr/bin/mpicc.mpich").exists():
-        return None
-    prefix = cache_root() / "externals" / "mpich-debian"
-    (prefix / "bin").mkdir(parents=True, exist_ok=True)
-    for name in ("mpicc", "mpicxx", "mpic++", "mpif77", "mpif90", "mpifort", "mpirun", "mpiexec"):
-        target = Path(f"/usr/bin/{name}.mpich")
-        link = prefix / "bin" / name
-        if target.exists() and not link.is_symlink():
-            link.symlink_to(target)
-    for name in ("mpichversion", "mpivars"):
-        if Path(f"/usr/bin/{name}").exists() and not (prefix / "bin" / name).is_symlink():
-            (prefix / "bin" / name).symlink_to(f"/usr/bin/{name}")
-    return prefix
-
-
 def spack_environ() -> Dict[str, str]:
     """The process environment Spack is run with (isolated from ~/.spack)."""
     env = dict(os.environ)
@@ -119,9 +97,6 @@ def spack_environ() -> Dict[str, str]:
     env.setdefault("SPACK_USER_CONFIG_PATH", str(cache_root() / "spack-user-config"))
     env.setdefault("SPACK_USER_CACHE_PATH", str(cache_root() / "spack-user-cache"))
     env.pop("SPACK_ENV", None)  # never act on an environment the caller has activated
-    mpich = debian_mpich_prefix()
-    if mpich is not None:
-        env.setdefault("COMMSTACK_DEBIAN_MPICH", str(mpich))
     # Spack runs on the first python3 in PATH; inside a venv that may lack clingo (the solver).
     if "SPACK_PYTHON" not in env and importlib.util.find_spec("clingo") is not None:
         env["SPACK_PYTHON"] = sys.executable
