@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 # Which parsed field is "the" figure of merit, first present wins; and whether lower is better.
 METRICS: Sequence[Tuple[str, bool]] = (
@@ -45,32 +45,37 @@ def metric_of(row: Dict[str, object]) -> Optional[Tuple[str, bool]]:
     return None
 
 
-def aggregate(records: Iterable[dict]) -> List[Dict[str, object]]:
-    """One row per (point, result row) over the successful repeats."""
-    groups: Dict[tuple, Dict[str, object]] = {}
-    samples: Dict[tuple, List[float]] = {}
+def result_rows(records: Iterable[dict]) -> Iterator[Tuple[dict, dict]]:
+    """(record, parsed row) for every row of every successful record (cartex has one row)."""
     for rec in records:
         if rec.get("status") != "ok":
             continue
         parsed = rec.get("parsed")
-        items = [parsed] if isinstance(parsed, dict) else (parsed or [])
-        for item in items:
-            if item.get("status", "ok") != "ok":
-                continue
-            metric = metric_of(item)
-            if metric is None:
-                continue
-            key = (rec["point_id"],) + tuple(item.get(k) for k in ROW_KEYS)
-            if key not in groups:
-                groups[key] = {
-                    "point_id": rec["point_id"],
-                    **{k: item.get(k) for k in ROW_KEYS if item.get(k) is not None},
-                    **rec.get("params", {}),
-                    "metric": metric[0],
-                    "lower_is_better": metric[1],
-                }
-                samples[key] = []
-            samples[key].append(float(item[metric[0]]))
+        for item in [parsed] if isinstance(parsed, dict) else (parsed or []):
+            yield rec, item
+
+
+def aggregate(records: Iterable[dict]) -> List[Dict[str, object]]:
+    """One row per (point, result row) over the successful repeats."""
+    groups: Dict[tuple, Dict[str, object]] = {}
+    samples: Dict[tuple, List[float]] = {}
+    for rec, item in result_rows(records):
+        if item.get("status", "ok") != "ok":
+            continue
+        metric = metric_of(item)
+        if metric is None:
+            continue
+        key = (rec["point_id"],) + tuple(item.get(k) for k in ROW_KEYS)
+        if key not in groups:
+            groups[key] = {
+                "point_id": rec["point_id"],
+                **{k: item.get(k) for k in ROW_KEYS if item.get(k) is not None},
+                **rec.get("params", {}),
+                "metric": metric[0],
+                "lower_is_better": metric[1],
+            }
+            samples[key] = []
+        samples[key].append(float(item[metric[0]]))
     out = []
     for key, row in groups.items():
         s = summarize(samples[key])

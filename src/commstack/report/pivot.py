@@ -21,6 +21,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from commstack.aggregate import result_rows
+
 # A cell's dimensions -> its number (None: no record).
 Lookup = Callable[[Dict[str, Any]], Optional[float]]
 
@@ -265,15 +267,10 @@ class CellIndex:
     @classmethod
     def from_records(cls, records: List[dict], metric: str) -> "CellIndex":
         entries = []
-        for rec in records:
-            if rec.get("status") != "ok":
-                continue
-            parsed = rec.get("parsed")
-            items = [parsed] if isinstance(parsed, dict) else (parsed or [])
-            for item in items:
-                value = item.get(metric) if isinstance(item, dict) else None
-                if isinstance(value, (int, float)) and not math.isnan(value):
-                    entries.append((dimensions(rec), rec["point_id"], float(value)))
+        for rec, item in result_rows(records):
+            value = item.get(metric) if isinstance(item, dict) else None
+            if isinstance(value, (int, float)) and not math.isnan(value):
+                entries.append((dimensions(rec), rec["point_id"], float(value)))
         return cls(entries)
 
     def lookup(self, dims: Dict[str, Any]) -> Optional[float]:

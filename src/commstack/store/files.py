@@ -12,13 +12,19 @@ class AlreadyExists(FileExistsError):
     """A result file exists already; commstack never overwrites one."""
 
 
-def write_new(path: Path, data: bytes) -> None:
-    """Create ``path`` with ``data`` atomically; fail if it exists (readers never see half a file)."""
+def _temporary(path: Path, data: bytes) -> Path:
+    """``data`` written and synced to a hidden file beside ``path``."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
+    return tmp
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` with ``data`` atomically; fail if it exists (readers never see half a file)."""
+    tmp = _temporary(path, data)
     try:
         os.link(tmp, path)
     except FileExistsError:
@@ -29,12 +35,7 @@ def write_new(path: Path, data: bytes) -> None:
 
 def replace(path: Path, data: bytes) -> None:
     """Atomically replace a derived file (an index or report regenerated from records)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    os.replace(_temporary(path, data), path)
 
 
 def dump_json(obj: Any) -> bytes:

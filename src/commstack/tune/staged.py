@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
 import yaml
 
-from commstack.aggregate import metric_of
+from commstack.aggregate import metric_of, result_rows
 from commstack.launch.slurm import Allocation
 from commstack.machine import Machine
 from commstack.matrix.load import load_matrix
@@ -141,14 +141,12 @@ def measurements(campaign_dir: Path, axes: List[str], benchmark: Optional[str]
     """Per candidate (tuple of axis values) and message size: the metric of every repeat, taken
     from the rows at the largest process count of the case's benchmark."""
     found: Dict[Tuple, Dict[Optional[int], List[float]]] = {}
-    for rec in Campaign(campaign_dir).records():
-        if rec["status"] != "ok":
-            continue
-        rows = rec["parsed"] if isinstance(rec["parsed"], list) else [rec["parsed"]]
-        rows = [r for r in rows if r.get("status", "ok") == "ok"
-                and (benchmark is None or r.get("benchmark", benchmark).lower() == benchmark.lower())]
-        if not rows:
-            continue
+    by_record: Dict[str, Tuple[dict, List[dict]]] = {}
+    for rec, row in result_rows(Campaign(campaign_dir).records()):
+        if row.get("status", "ok") == "ok" and (
+                benchmark is None or row.get("benchmark", benchmark).lower() == benchmark.lower()):
+            by_record.setdefault(id(rec), (rec, []))[1].append(row)
+    for rec, rows in by_record.values():
         top = max((r.get("np") or 0) for r in rows)
         key = tuple(rec["params"].get(ax) for ax in axes)
         for row in rows:
