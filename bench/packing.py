@@ -30,9 +30,9 @@ repeats: 1
 timeout: 120
 stacks:
   impi: {{flavour: intelmpi, prefix: "${{I_MPI_ROOT}}"}}
-parameters: {{benchmarks: PingPong Allreduce, msglog: "0:14", ranks_per_node: 1}}
+parameters: {{benchmarks: PingPong Allreduce, msglog: "0:10", ranks_per_node: 1}}
 product:
-  nodes: [1, 2, 3]
+  nodes: [1, 2]
   iter: {iters}
 """
 
@@ -66,7 +66,7 @@ def walls(outputs):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--points", type=int, default=99, help="points (a multiple of 3)")
+    ap.add_argument("--points", type=int, default=100, help="points (an even number)")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args()
     reason = slurm_cluster.skip_reason()
@@ -76,7 +76,7 @@ def main() -> int:
     started = slurm_cluster.bring_up()
     os.environ.setdefault("I_MPI_ROOT", sys.prefix)
     tmp = Path(tempfile.mkdtemp(prefix="commstack-packing-"))
-    iters = [100 + 10 * i for i in range(args.points // 3)]
+    iters = [100 + 10 * i for i in range(args.points // 2)]
     matrix = tmp / "matrices" / "slurm-ci" / "packing.yaml"
     matrix.parent.mkdir(parents=True)
     matrix.write_text(MATRIX.format(iters=iters))

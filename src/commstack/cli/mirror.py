@@ -3,7 +3,8 @@
 Each manifest row (packages/mirror-sources.tsv) names a package version, its git repository, the
 ref and the tarball's top directory, and the sha256 the recipe expects. The archive is rebuilt
 from the clone <clones>/<repository name> (or the row's git_dir) the way GitHub builds its
-tarballs (git archive | gzip -n), checked, and stored as <out>/<pkg>/<pkg>-<version>.tar.gz plus
+tarballs (git archive | gzip -n) or, for tar_prefix "-", taken from a release tarball kept in
+git (ref COMMIT:PATH), checked, and stored as <out>/<pkg>/<pkg>-<version>.tar.gz plus
 <out>/_source-cache/archive/<2 hex>/<sha256>.tar.gz (a relative symlink), which is where Spack
 looks. Existing identical entries are kept; a different existing file is never overwritten.
 """
