@@ -249,13 +249,17 @@ def test_staged_tune_on_the_cluster_writes_files_never_slower(stacks, tmp_path):
            str(REPO / "results" / "bm-optimized3-36" / "reference-tuning" / "decisions.csv")]
     # Interrupt the first attempt once its second step has started, then run it to the end.
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+                            text=True)
     root = tmp_path / "results" / "slurm-ci" / "ompi-ucx"
     deadline = time.time() + 900
     while not (root / "n2_ppn1_allreduce" / "tls-rndv" / "decision.json").exists():
         assert proc.poll() is None and time.time() < deadline, proc.stdout.read()[-3000:]
         time.sleep(0.5)
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: salloc and the tuner both get it
+    # Ctrl-C reaching the tuner (salloc runs it in a process group of its own).
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                              text=True).stdout.split()
+    for child in children:
+        os.kill(int(child), signal.SIGINT)
     proc.wait(timeout=120)
     first = (root / "n2_ppn1_allreduce" / "tls-rndv" / "decision.json").read_text()
     out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=1800)
@@ -274,3 +278,27 @@ def test_staged_tune_on_the_cluster_writes_files_never_slower(stacks, tmp_path):
     table = (root / "decisions.md").read_text()
     assert "Allreduce" in table and "Alltoall" in table and "UCX_ZCOPY_THRESH" in table
     assert (root / "reference-comparison.md").exists()
+
+
+def test_an_allocation_that_ends_under_a_sweep_leaves_its_runs_pending(stacks, tmp_path):
+    """salloc interrupted (the allocation is revoked) while the sweep goes on: the runs that could
+    not start are `interrupted`, not failures, and the sweep stops; a rerun completes them."""
+    matrix = _matrix(tmp_path, {"impi": stacks["impi"]}, "revoked", LONG.replace("repeats: 8",
+                                                                                 "repeats: 3"))
+    root = tmp_path / "results" / "slurm-ci" / "revoked"
+    proc = subprocess.Popen(["salloc", "-N1", "--exclusive", "-t", "10",
+                             str(REPO / "scripts" / "run_matrix.sh"), str(matrix)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while len(list(root.glob("points/*/rep*.try*/record.json"))) < 1:
+        assert time.time() < deadline
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)  # salloc gives the allocation back; the sweep runs on
+    proc.wait(timeout=300)
+    assert not [r for r in records(root) if r["status"] == "crash"]
+    rerun = subprocess.run(["salloc", "-N1", "--exclusive", "-t", "10",
+                            str(REPO / "scripts" / "run_matrix.sh"), str(matrix)], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    counts = ok_counts(root)
+    assert len(counts) == 6 and set(counts.values()) == {1}

@@ -33,8 +33,8 @@ class GasnetTests(Package):
     Installs ``bin/<test>-<conduit>`` for testsmall (blocking Put/Get round-trip latency),
     testlarge (non-blocking Put/Get flood bandwidth) and testam (Active Message latency and
     bandwidth), SEQ thread mode. The commands of Hargrove and Bonachea, "GASNet-EX RMA
-    Communication Performance on Recent Supercomputing Systems" (PAW-ATM 2022), on two nodes
-    with one process each::
+    Communication Performance on Recent Supercomputing Systems" (2022, doi:10.25344/S40C7D),
+    on two nodes with one process each::
 
         srun -n2 -N2 testlarge-ofi -m -in 10000 4194304 B   # bandwidth, MiB/s
         srun -n2 -N2 testsmall-ofi -m -in 1000000 4096 A    # latency

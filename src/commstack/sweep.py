@@ -19,7 +19,7 @@ from commstack import provenance
 from commstack.benchmarks import registry
 from commstack.launch import runner
 from commstack.launch.command import LaunchCommand, local_command
-from commstack.launch.slurm import Allocation, srun_command, step_provenance
+from commstack.launch.slurm import Allocation, allocation_lost, srun_command, step_provenance
 from commstack.launch.stack import ResolvedStack, StackError, resolve
 from commstack.machine import Machine
 from commstack.matrix.expand import expand
@@ -271,6 +271,10 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
             except ParseError as exc:
                 status, error = "parse-error", str(exc)
         err_text = stderr.read_text(errors="replace")
+        if status == "crash" and allocation is not None and allocation_lost(err_text):
+            # Not the point's failure: the allocation ended (scancel, time limit). Rerun it.
+            status = "interrupted"
+            notes.append("the Slurm allocation ended under this run")
         both = text + "\n" + err_text
         record = {
             "schema": 1,

@@ -135,6 +135,17 @@ def _environment(point: Point, benchmark: Benchmark, stack: ResolvedStack,
     return env
 
 
+_ALLOCATION_GONE = re.compile(
+    r"Expired or invalid job|Job/step already completing or completed|"
+    r"job allocation \d+ has been revoked|Invalid job id specified|Job step aborted|"
+    r"\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED AT", re.I)
+
+
+def allocation_lost(stderr_text: str) -> bool:
+    """srun failed because the allocation no longer exists (cancelled, timed out, revoked)."""
+    return bool(_ALLOCATION_GONE.search(stderr_text))
+
+
 _LAUNCH = re.compile(r"launching StepId=(\d+)\.(\d+) on host (\S+?),", re.M)
 
 

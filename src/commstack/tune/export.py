@@ -78,11 +78,17 @@ def _columns(rows: List[Dict[str, Any]]) -> List[str]:
 
 def verify(result: CaseResult, names: List[str], defaults: Dict[str, Any],
            noise: "str | float") -> Dict[str, Any]:
-    """Tuned vs default per message size from the verify sweep: sizes where tuned is slower
-    beyond noise (should be none), faster beyond noise, or within noise."""
+    """Tuned vs default per message size: sizes where tuned is slower beyond noise (should be
+    none), faster beyond noise, or within noise. All runs of the two settings in this case are
+    pooled (the verify sweep, side by side, plus the steps that measured them), so the noise
+    estimate rests on every repeat rather than on the last three."""
     benchmark = result.case.get("benchmarks")
-    data = measurements(result.directory / "verify", names,
-                        benchmark if isinstance(benchmark, str) and " " not in benchmark else None)
+    single = benchmark if isinstance(benchmark, str) and " " not in benchmark else None
+    data: Dict[tuple, Dict[Any, List[float]]] = {}
+    for step_dir in sorted(p.parent for p in result.directory.glob("*/matrix.yaml")):
+        for key, sizes in measurements(step_dir, names, single).items():
+            for size, samples in sizes.items():
+                data.setdefault(key, {}).setdefault(size, []).extend(samples)
     default_key = tuple(defaults[n] for n in names)
     tuned_key = tuple(result.settings[n] for n in names)
     slower, faster, same = [], [], []
