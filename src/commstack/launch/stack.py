@@ -37,9 +37,6 @@ class ResolvedStack:
     def flavour(self) -> str:
         return self.stack.flavour
 
-    def search_path(self) -> str:
-        return os.pathsep.join(self.bin_dirs + [os.environ.get("PATH", "")])
-
     def find(self, executable: str) -> str:
         """Absolute path of a benchmark executable: in the stack's directories when it has any
         (another MPI's binary of the same name on PATH must not be picked up), else on PATH."""

@@ -20,9 +20,6 @@ from commstack.machine import Machine
 from commstack.store.campaign import DONE, FAILED, Campaign
 from commstack.store.files import write_new
 
-ACTIVE_STATES = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "RESIZING", "SUSPENDED",
-                 "REQUEUED"}
-
 
 class SubmitError(RuntimeError):
     """sbatch failed or the campaign already has jobs in the queue."""

@@ -20,7 +20,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional
+from typing import Iterator, List, Optional
 
 from commstack.matrix.model import Point
 from commstack.store.files import read_json, write_new_json
@@ -168,13 +168,3 @@ class Campaign:
                 record = attempt.record()
                 if record is not None:
                     yield record
-
-    def point_params(self) -> Dict[str, dict]:
-        out = {}
-        points = self.root / "points"
-        for point_dir in sorted(points.iterdir()) if points.is_dir() else []:
-            try:
-                out[point_dir.name] = read_json(point_dir / "point.json")["params"]
-            except FileNotFoundError:
-                continue
-        return out

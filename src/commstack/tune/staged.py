@@ -9,7 +9,6 @@ Layout under results/<machine>/<campaign>/<case>/:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
@@ -197,6 +196,3 @@ def _decide(plan: TunePlan, step: Step, case: Dict[str, Any], incumbent: Dict[st
         "candidates": len(data),
     }
 
-
-def load_case_decisions(directory: Path) -> List[dict]:
-    return [json.loads(p.read_text()) for p in sorted(directory.glob("*/decision.json"))]
