@@ -163,12 +163,20 @@ def test_scancel_mid_sweep_then_resume(stacks, tmp_path):
     assert len(counts) == 16 and set(counts.values()) == {1}
 
 
-def test_time_limit_then_resume(stacks, tmp_path):
+def test_time_limit_then_resume(stacks, impi_root, tmp_path):
     """A 1-minute job cannot hold the sweep: runs that would not finish are not started (they
-    stay pending), and --resume finishes them."""
-    matrix = _matrix(tmp_path, {"impi": stacks["impi"]}, "limit",
-                     LONG.replace("repeats: 8", "repeats: 12").replace('"0:16"', '"0:20"')
-                     .replace("timeout: 60", "timeout: 20"))
+    stay pending), and --resume finishes them.
+
+    Each run is the real IMB-MPI1 after a 4 s sleep, so that 24 runs (96 s or more) cannot fit
+    in one minute however fast the machine is."""
+    slow_bin = tmp_path / "slow-imb"
+    slow_bin.mkdir()
+    wrapper = slow_bin / "IMB-MPI1"
+    wrapper.write_text(f"#!/bin/sh\nsleep 4\nexec {impi_root}/bin/IMB-MPI1 \"$@\"\n")
+    wrapper.chmod(0o755)
+    slow = f'impi: {{flavour: intelmpi, prefix: "${{I_MPI_ROOT}}", bin: "{slow_bin}"}}'
+    matrix = _matrix(tmp_path, {"impi": slow}, "limit",
+                     LONG.replace("repeats: 8", "repeats: 12").replace("timeout: 60", "timeout: 20"))
     root = tmp_path / "results" / "slurm-ci" / "limit"
     _submit_and_wait(str(matrix), "--time", "1", cwd=tmp_path)
     first = sum(ok_counts(root).values())
