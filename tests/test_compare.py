@@ -175,3 +175,19 @@ def test_user_errors_exit_2(campaigns, tmp_path):
     other = records(a)[0]["params"]["msglog"]
     run = commstack("compare", str(a), str(a), "--where", f"msglog={other}x")
     assert run.returncode == 2
+
+
+def test_one_printed_digit_apart_is_not_a_regression():
+    """IMB prints 0-byte times as 0.03 or 0.04 us: every B run worse than every A run, yet a
+    single unit of the last digit (rounding) is not beyond the noise; two units are."""
+    from commstack.compare import Figure, Match, judge
+
+    def match(a, b):
+        return Match(Figure({}, {"bytes": 0}, "t_avg_us", True, a), Figure({}, {"bytes": 0},
+                     "t_avg_us", True, b), 0.10)
+
+    steady = [match([1.00, 1.01, 1.02], [1.01, 1.00, 1.02]) for _ in range(9)]
+    one_digit = match([0.03, 0.03, 0.03], [0.04, 0.04, 0.05])
+    two_digits = match([0.03, 0.03, 0.03], [0.05, 0.05, 0.06])
+    judge(steady + [one_digit, two_digits])
+    assert one_digit.verdict == "slower" and two_digits.verdict == "regression"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from textwrap import dedent
 
 import pytest
@@ -190,3 +191,52 @@ def test_unknown_spack_view_or_environment(write_matrix, tmp_path):
           x: {flavour: openmpi, spack: {env: nosuch, view: a}}
         """)
     assert "stacks.x.spack.env" in msg and "'nosuch' not found" in msg
+
+
+def test_gasnet_stack_needs_a_conduit_and_only_gasnet_has_one(write_matrix):
+    msg = rejected(write_matrix, "benchmark: gasnet-testlarge\nstacks:\n  gex: {flavour: gasnet}\n")
+    assert "stacks.gex.conduit" in msg and "smp, udp" in msg
+    msg = rejected(write_matrix, "benchmark: imb-mpi1\nstacks:\n"
+                   "  ompi: {flavour: openmpi, conduit: ibv}\n")
+    assert "stacks.ompi.conduit" in msg and "only gasnet stacks" in msg
+    msg = rejected(write_matrix, "benchmark: gasnet-testlarge\nstacks:\n"
+                   "  gex: {flavour: gasnet, conduit: aries}\n")
+    assert "stacks.gex.conduit" in msg and "aries" in msg
+
+
+def test_gasnet_variables_only_on_gasnet_stacks(write_matrix):
+    msg = rejected(write_matrix, dedent("""
+        benchmark: gasnet-testlarge
+        parameters: {iters: 10, maxsz: 4096, sections: B}
+        product:
+          stack: [gex, ompi]
+          GASNET_SUPERNODE_MAXSIZE: [1]
+        stacks:
+          gex: {flavour: gasnet, conduit: udp}
+          ompi: {flavour: openmpi}
+        """))
+    assert "GASNET_SUPERNODE_MAXSIZE" in msg and "'ompi'" in msg
+
+
+def test_gasnet_options_render_after_flags(write_matrix):
+    path = write_matrix(dedent("""
+        benchmark: gasnet-testlarge
+        parameters: {sections: B, maxsz: 4194304, iters: 10000, mb_units: true, in_segment: true}
+        stacks:
+          gex: {flavour: gasnet, conduit: ofi}
+        """))
+    (point,) = expand(load_matrix(path))
+    from commstack.benchmarks.registry import get
+    from commstack.launch.command import benchmark_params
+
+    bench = get("gasnet-testlarge")
+    # The paper's appendix: testlarge -m -in 10000 4194304 B
+    assert bench.argv(benchmark_params(point, bench)) == [
+        "testlarge", "-m", "-in", "10000", "4194304", "B"]
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "matrices")
+                                        .rglob("*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_committed_matrix_is_valid(path):
+    points = expand(load_matrix(path))
+    assert points and all(p.get("stack") for p in points)

@@ -310,3 +310,44 @@ def test_an_allocation_that_ends_under_a_sweep_leaves_its_runs_pending(stacks, t
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     counts = ok_counts(root)
     assert len(counts) == 6 and set(counts.values()) == {1}
+
+
+def test_gasnet_node_local_conduits_in_an_allocation(cluster, tmp_path):
+    """GASNet-EX smp and udp tests run as one single-task step each (the conduit's own spawner
+    starts the processes); a multi-node point on them is refused before anything runs."""
+    from tests import spack_support
+
+    reason = spack_support.gasnet_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    gex = spack_support.install_gasnet(tmp_path / "spack")
+    stacks = {"smp": f'gex-smp: {{flavour: gasnet, conduit: smp, bin: "{gex}"}}',
+              "udp": f'gex-udp: {{flavour: gasnet, conduit: udp, bin: "{gex}", '
+                     'env: {GASNET_SUPERNODE_MAXSIZE: 1}}'}
+    body = """
+        benchmark: gasnet-testsmall
+        repeats: 2
+        timeout: 120
+        parameters: {iters: 200, maxsz: 64, sections: A, ranks_per_node: 2, NODES}
+        product:
+          stack: [gex-smp, gex-udp]
+        """
+    matrix = _matrix(tmp_path, stacks, "gasnet", body.replace("NODES", "nodes: 1"))
+    out = subprocess.run(["salloc", "-N1", "--exclusive", "-t", "10",
+                          str(REPO / "scripts" / "run_matrix.sh"),
+                          str(matrix)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    root = tmp_path / "results" / "slurm-ci" / "gasnet"
+    recs = records(root)
+    assert len(recs) == 4 and {r["status"] for r in recs} == {"ok"}
+    for rec in recs:
+        assert rec["argv"][:7] == ["srun", "-v", "-N", "1", "-n", "1", "--cpus-per-task=2"]
+        assert rec["slurm"]["step_id"] is not None and len(rec["slurm"]["nodes"]) == 1
+        assert {row["benchmark"] for row in rec["parsed"]} == {"PutBlocking", "GetBlocking"}
+
+    two = _matrix(tmp_path, stacks, "gasnet2", body.replace("NODES", "nodes: 2"))
+    out = subprocess.run(["salloc", "-N2", "-t", "5", str(REPO / "scripts" / "run_matrix.sh"),
+                          str(two)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.returncode != 0
+    assert "conduit runs on one node; nodes=2 needs a network conduit" in out.stderr
+    assert not list((tmp_path / "results" / "slurm-ci" / "gasnet2").glob("points/*/rep*/record.json"))

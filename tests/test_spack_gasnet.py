@@ -20,8 +20,6 @@ import spack_support  # noqa: E402
 
 pytestmark = pytest.mark.spack
 
-ENV = spack_support.SPACK_ENVS_DIR / "gasnet-smp-udp"
-GASNET_2025_8_0 = "bd5919099477d1d2f59c247d006e9d1ac017c9190c974f5e069667418e5bf48d"
 
 LATENCY = re.compile(r"^A:\s+0 -\s+(\d+) byte :\s+(\d+) iters, latency\s+\d+ us total,\s+"
                      r"([\d.]+) us ave\. \((Put|Get)Blocking latency\)$", re.MULTILINE)
@@ -31,16 +29,10 @@ BANDWIDTH = re.compile(r"^B:\s+0 -\s+(\d+) byte :\s+(\d+) iters, throughput\s+([
 
 @pytest.fixture(scope="module")
 def view_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    reason = spack_support.spack_skip_reason()
+    reason = spack_support.gasnet_skip_reason()
     if reason:
         pytest.skip(reason)
-    archive = (spack_support.find_mirror() / "_source-cache" / "archive" / GASNET_2025_8_0[:2]
-               / f"{GASNET_2025_8_0}.tar.gz")
-    if not archive.exists():
-        pytest.skip("skipped: GASNet 2025.8.0 not in the mirror (commstack mirror --package gasnet "
-                    "--clones DIR --out MIRROR, with a clone of github.com/StanfordLegion/gasnet)")
-    return spack_support.install_view_bin(ENV, tmp_path_factory.mktemp("spack-gasnet"),
-                                          "testlarge-smp")
+    return spack_support.install_gasnet(tmp_path_factory.mktemp("spack-gasnet"))
 
 
 def run(cmd, env_extra, timeout=120) -> str:
@@ -86,3 +78,73 @@ def test_testlarge_bandwidth(view_bin: Path, conduit: str) -> None:
     assert {r[3] for r in rows} == {"PutNBI+DEFER", "GetNBI"}
     assert all(float(r[2]) >= 0 for r in rows) and all(float(r[2]) > 0 for r in rows
                                                        if int(r[0]) == 1048576)
+
+
+GASNET_SWEEP = """
+benchmark: gasnet-{program}
+repeats: 2
+timeout: 120
+stacks:
+  gex-smp: {{flavour: gasnet, conduit: smp, bin: "{bin}"}}
+  gex-udp: {{flavour: gasnet, conduit: udp, bin: "{bin}", env: {{GASNET_SUPERNODE_MAXSIZE: 1}}}}
+parameters: {{mb_units: true, in_segment: true, iters: {iters}, maxsz: {maxsz}, sections: {sections},
+             ranks_per_node: 2}}
+product:
+  stack: [gex-smp, gex-udp]
+"""
+RMA_SWEEP = """
+benchmark: imb-rma
+repeats: 2
+timeout: 120
+stacks:
+  impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
+parameters: {stack: impi, benchmarks: Unidir_put Unidir_get, msglog: "2:16", iter: 100,
+             ranks_per_node: 2, I_MPI_FABRICS: shm}
+"""
+
+
+def test_sweeps_and_paper_style_report(view_bin: Path, impi_root: Path, tmp_path: Path) -> None:
+    """GASNet-EX testlarge and testsmall swept over the smp and udp conduits, IMB-RMA with Intel
+    MPI beside them, and one report in the GASNet-EX paper's style over the three campaigns."""
+    from tests.sweeps import commstack, records
+
+    matrices = tmp_path / "matrices" / "local"
+    matrices.mkdir(parents=True)
+    (matrices / "bw.yaml").write_text(GASNET_SWEEP.format(
+        program="testlarge", bin=view_bin, iters=50, maxsz=262144, sections="B"))
+    (matrices / "lat.yaml").write_text(GASNET_SWEEP.format(
+        program="testsmall", bin=view_bin, iters=500, maxsz=64, sections="A"))
+    (matrices / "rma.yaml").write_text(RMA_SWEEP)
+    plan = commstack("plan", str(matrices / "bw.yaml"), cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    assert f"{view_bin}/amudprun -np 2 -spawn L {view_bin}/testlarge-udp -m -in 50 262144 B" \
+        in plan.stdout
+    assert f"{view_bin}/gasnetrun_smp -n 2 {view_bin}/testlarge-smp -m -in 50 262144 B" \
+        in plan.stdout
+    roots = {}
+    for name in ("bw", "lat", "rma"):
+        out = commstack("run", str(matrices / f"{name}.yaml"), "--out", "results", cwd=tmp_path)
+        assert out.returncode == 0, out.stdout + out.stderr
+        roots[name] = tmp_path / "results" / "local" / name
+        recs = records(roots[name])
+        assert len(recs) == (4 if name != "rma" else 2) and {r["status"] for r in recs} == {"ok"}
+    for rec in records(roots["bw"]) + records(roots["lat"]):
+        conduit = rec["params"]["stack"].split("-")[1]
+        assert f"CONDUIT={conduit.upper()}(" in rec["build_config"]
+
+    report = commstack("report", str(roots["bw"]), "--with", str(roots["lat"]), "--with",
+                       str(roots["rma"]), cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    text = (roots["bw"] / "report" / "report.md").read_text()
+    assert "## RMA performance (GASNet-EX paper style)" in text
+    for config, op in (("stack=gex-smp", "GASNet-EX Put"), ("stack=gex-udp", "GASNet-EX Get"),
+                       ("stack=impi, I_MPI_FABRICS=shm", "MPI Put")):
+        assert re.search(rf"^\| {re.escape(config)} \| {op} \| [\d.]+ \| \d+ \| \d+ \|$", text,
+                         re.M), (config, op)
+    assert "ratio: configuration / GASNet-EX: stack=gex-smp." in text
+    # 8-byte Put latency over UDP: the minimum over both runs, as the paper aggregates
+    udp_put = [row["t_us"] for r in records(roots["lat"]) if r["params"]["stack"] == "gex-udp"
+               for row in r["parsed"] if row["benchmark"] == "PutBlocking" and row["bytes"] == 8]
+    assert len(udp_put) == 2
+    assert f"| GASNet-EX: stack=gex-udp | {min(udp_put):.2f} μs |" in text
+    assert (roots["bw"] / "report" / "gasnet_flood_bandwidth.png").read_bytes()[:4] == b"\x89PNG"

@@ -13,7 +13,7 @@ METRICS: Sequence[Tuple[str, bool]] = (
     ("mbytes_per_s", False), ("mean_s", True),
 )
 # Fields that identify a result row within one record (besides the point).
-ROW_KEYS = ("benchmark", "np", "groups", "mode", "group", "bytes", "threads")
+ROW_KEYS = ("benchmark", "np", "groups", "mode", "group", "bytes", "threads", "node")
 
 
 @dataclass

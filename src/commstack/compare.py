@@ -8,7 +8,8 @@ verdict. Slowdown means B is worse: a longer time, or a lower bandwidth.
 * ``slower`` / ``faster``: beyond ``threshold``;
 * ``regression`` / ``improvement``: also beyond the noise, a change of this point: every repeat
   of B is worse than every repeat of A by more than ``threshold`` (best B vs worst A; with a
-  single sample on a side, an imported table, the trimmed means), and the point stands out from
+  single sample on a side, an imported table, the trimmed means; each sample widened by half
+  a unit of its last printed digit), and the point stands out from
   the other points' ratios (more than ``OUTLIER`` robust sd from their median);
 * ``same``: within the threshold.
 
@@ -41,6 +42,7 @@ not measured.
 
 from __future__ import annotations
 
+import decimal
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -149,13 +151,31 @@ class Match:
     @property
     def bounds(self) -> Tuple[float, float]:
         """Slowdown of B's best repeat over A's worst, and of B's worst over A's best; with a
-        single sample on a side (an imported table) both are the slowdown itself."""
+        single sample on a side (an imported table) both are the slowdown itself.
+
+        Each sample may be off by half a unit of the last digit the benchmark printed (IMB: 0.03
+        us can be 0.025..0.035), so the bounds are widened by that much: two runs one printed
+        digit apart are not beyond the noise."""
         if len(self.a.samples) < 2 or len(self.b.samples) < 2:
             return self.slowdown, self.slowdown
-        lo, hi = self.spread
+        half = print_quantum(self.a.samples + self.b.samples) / 2
+
+        def div(x: float, y: float) -> float:
+            return x / y if y > 0 else (1.0 if x <= 0 else math.inf)
+
+        lo = div(max(0.0, min(self.b.samples) - half), max(self.a.samples) + half)
+        hi = div(max(self.b.samples) + half, max(0.0, min(self.a.samples) - half))
         if self.a.lower_is_better:
             return lo, hi
         return (1 / hi if hi else math.inf), (1 / lo if lo else math.inf)
+
+
+def print_quantum(values: Sequence[float]) -> float:
+    """The unit of the last printed digit: the finest decimal step among the values (0.01 for
+    IMB's "0.03"; tiny for computed values)."""
+    exponents = [decimal.Decimal(repr(float(v))).as_tuple().exponent for v in values
+                 if math.isfinite(v)]
+    return 10.0 ** min(exponents) if exponents else 0.0
 
 
 # Student's t, one-sided 99 %, by degrees of freedom (the largest tabulated <= df is used).

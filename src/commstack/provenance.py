@@ -93,6 +93,7 @@ VERSION_TOOLS = {
     "intelmpi": [("version.txt", ["{launcher}", "-V"]), ("impi_info.txt", ["impi_info"])],
     "mpich": [("mpichversion.txt", ["mpichversion"])],
     "cray-mpich": [],
+    "gasnet": [],  # each GASNet-EX test prints its build configuration (kept in the record)
 }
 
 

@@ -258,13 +258,14 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
         stdout, stderr = attempt.path / "stdout.txt", attempt.path / "stderr.txt"
         outcome = runner.run(command, stdout, stderr, timeout or matrix.timeout, cwd=attempt.path)
         text = stdout.read_text(errors="replace")
-        status, parsed, notes, error = outcome.status, None, [], None
+        status, parsed, notes, error, built = outcome.status, None, [], None, None
         if status == "ok":
             try:
                 output = parse(text)
                 parsed = output.rows if hasattr(output, "rows") else {
                     "runtime": output.runtime, "ranks": output.ranks, **output.values}
                 notes = list(output.notes)
+                built = getattr(output, "config", None)  # GASNet-EX prints its build
                 fatal = [n for n in notes if n.startswith(matrix.benchmark.fatal_notes)]
                 if fatal:
                     status, error = "parse-error", "; ".join(fatal)
@@ -304,6 +305,7 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
             "parsed": parsed,
             "parse_error": error,
             "notes": notes,
+            "build_config": built,
             "ucx": provenance.ucx_report(command.full_env(), both, known_ucx),
             "session": session.name,
             "slurm": _slurm_provenance(allocation, command, err_text) if allocation else None,

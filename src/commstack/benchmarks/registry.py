@@ -19,6 +19,7 @@ class Option:
       ``flag``   -> ``flag`` when the value is true, nothing when false
       ``triple`` -> ``flag X Y Z`` (value given as "X Y Z", "XxYxZ" or a list of 3)
       ``names``  -> positional words (IMB benchmark list: "PingPong Allreduce" or a list)
+      ``trailing`` -> a positional word after every option (GASNet tests: iters maxsz sections)
     """
 
     flag: str
@@ -28,7 +29,7 @@ class Option:
     def render(self, value: Any) -> List[str]:
         if self.kind == "flag":
             return [self.flag] if _truthy(value) else []
-        if self.kind == "names":
+        if self.kind in ("names", "trailing"):
             return _words(value)
         if self.kind == "triple":
             parts = _words(str(value).replace("x", " ")) if not isinstance(value, list) else [
@@ -46,7 +47,7 @@ class Benchmark:
 
     name: str
     executable: str
-    parser: str  # "imb" or "cartex"
+    parser: str  # "imb", "cartex" or "gasnet"
     options: Mapping[str, Option] = field(default_factory=dict)
     # Parser notes that mean the run did not measure what was asked (the run is a failure).
     fatal_notes: Tuple[str, ...] = ()
@@ -60,7 +61,10 @@ class Benchmark:
             if option.kind == "names" and name in params:
                 args += option.render(params[name])
         for name, option in self.options.items():
-            if option.kind != "names" and name in params:
+            if option.kind not in ("names", "trailing") and name in params:
+                args += option.render(params[name])
+        for name, option in self.options.items():
+            if option.kind == "trailing" and name in params:
                 args += option.render(params[name])
         return [exe, *args]
 
@@ -124,6 +128,25 @@ _CARTEX: Dict[str, Option] = {
     "node_local": Option("--node-local", "flag", "ghex_comm: node-local transport"),
 }
 
+# GASNet-EX tests/testlarge.c and testsmall.c (installed by packages/gasnet-tests as
+# <program>-<conduit>): `testlarge [options] iters maxsz sections`.
+_GASNET_TESTS: Dict[str, Option] = {
+    "mb_units": Option("-m", "flag", "bandwidth in MB/s (2^20 B/s) instead of KB/s"),
+    "in_segment": Option("-in", "flag", "initiator-side memory in the GASNet segment"),
+    "out_segment": Option("-out", "flag", "initiator-side memory outside the segment"),
+    "puts_only": Option("-p", "flag", "puts only"),
+    "gets_only": Option("-g", "flag", "gets only"),
+    "skip_warmup": Option("-s", "flag", "no warm-up iterations"),
+    "full_duplex": Option("-a", "flag", "all nodes send"),
+    "cross_machine": Option("-c", "flag", "cross-machine pairing"),
+    "minsz": Option("-minsz", help="smallest transfer size"),
+    "max_step": Option("-max-step", help="largest step between transfer sizes"),
+    "segsz": Option("-segsz", help="segment size in MB"),
+    "iters": Option("", "trailing", "iterations per size (first positional argument)"),
+    "maxsz": Option("", "trailing", "largest transfer size in bytes"),
+    "sections": Option("", "trailing", "test sections: A (latency, testsmall), B (bandwidth)"),
+}
+
 # IMB runs every default benchmark when it meets an unknown name, and exits 0.
 _IMB_FATAL = ("Invalid benchmark name",)
 
@@ -136,6 +159,9 @@ BENCHMARKS: Dict[str, Benchmark] = {
         # cartex builds one executable per runtime: pick it with the `executable` parameter.
         "cartex", "benchmark_mpi_comm", "cartex", _CARTEX
     ),
+    # A gasnet stack runs <executable>-<conduit>, e.g. testlarge-ibv.
+    "gasnet-testlarge": Benchmark("gasnet-testlarge", "testlarge", "gasnet", _GASNET_TESTS),
+    "gasnet-testsmall": Benchmark("gasnet-testsmall", "testsmall", "gasnet", _GASNET_TESTS),
 }
 
 
@@ -147,7 +173,7 @@ def get(name: str) -> Benchmark:
 
 
 def parser_for(name: str) -> Callable[[str], Any]:
-    """The parse function for a benchmark name or a parser name ('imb', 'cartex')."""
+    """The parse function for a benchmark name or a parser name ('imb', 'cartex', 'gasnet')."""
     kind = BENCHMARKS[name].parser if name in BENCHMARKS else name
     if kind == "imb":
         from commstack.parsers.imb import parse_imb
@@ -157,4 +183,8 @@ def parser_for(name: str) -> Callable[[str], Any]:
         from commstack.parsers.cartex import parse_cartex
 
         return parse_cartex
-    raise KeyError(f"unknown parser {name!r}; known: imb, cartex")
+    if kind == "gasnet":
+        from commstack.parsers.gasnet import parse_gasnet
+
+        return parse_gasnet
+    raise KeyError(f"unknown parser {name!r}; known: imb, cartex, gasnet")

@@ -1,6 +1,6 @@
 """Write report.md with tables and plots for a campaign (aggregated over repeats).
 
-  commstack report results/<machine>/<campaign> [--default NAME=VALUE ...]
+  commstack report results/<machine>/<campaign> [--default NAME=VALUE ...] [--with CAMPAIGN ...]
   commstack report --index results      # results/README.md: one line per campaign
 """
 
@@ -18,6 +18,10 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--default", action="append", default=[], metavar="NAME=VALUE",
                    help="the default value of a swept parameter, for tuned vs default "
                         "(repeatable; auto/default/empty values count as default anyway)")
+    p.add_argument("--with", dest="others", action="append", default=[], type=Path,
+                   metavar="CAMPAIGN",
+                   help="another campaign whose records join the study sections (GASNet-EX "
+                        "paper style: testlarge/testsmall with IMB-RMA and IMB-MPI1; repeatable)")
     p.add_argument("--index", type=Path, metavar="RESULTS",
                    help="write RESULTS/README.md indexing every campaign under RESULTS")
 
@@ -39,5 +43,6 @@ def execute(args: argparse.Namespace) -> int:
         defaults[name] = value
     from commstack.report.markdown import write_report
 
-    print(write_report(existing_campaign(args.campaign), defaults))
+    others = [existing_campaign(o) for o in args.others]
+    print(write_report(existing_campaign(args.campaign), defaults, others))
     return 0

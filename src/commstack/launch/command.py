@@ -70,6 +70,14 @@ def benchmark_params(point: Point, benchmark: Benchmark) -> Dict[str, object]:
     }
 
 
+def gasnet_spawn(stack: ResolvedStack, ranks: int) -> List[str]:
+    """A GASNet-EX conduit's spawner on this node: amudprun forks udp processes locally;
+    gasnetrun_<conduit> takes -n for every other conduit."""
+    if os.path.basename(stack.launcher).startswith("amudprun"):
+        return [stack.launcher, "-np", str(ranks), "-spawn", "L"]
+    return [stack.launcher, "-n", str(ranks)]
+
+
 def local_command(
     point: Point, benchmark: Benchmark, stack: ResolvedStack, cores: int = 0
 ) -> LaunchCommand:
@@ -109,6 +117,11 @@ def local_command(
             argv += ["--bind-to", "core:overload-allowed" if oversubscribed else "core"]
         for name in sorted(env):
             argv += ["-x", name]
+    elif flavour == "gasnet":
+        if mapping:
+            raise LaunchError(f"point {point.id}: mapping is not available for GASNet-EX stacks "
+                              "(set GASNET_ placement variables instead)")
+        argv = gasnet_spawn(stack, ranks)
     elif flavour in ("intelmpi", "mpich"):
         argv = [stack.launcher, "-n", str(ranks), "-ppn", str(ranks)]
         if mapping and flavour == "intelmpi":

@@ -16,14 +16,24 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from commstack.benchmarks.registry import Benchmark
-from commstack.launch.command import LaunchCommand, LaunchError, benchmark_params, point_env
+from commstack.launch.command import (
+    LaunchCommand,
+    LaunchError,
+    benchmark_params,
+    gasnet_spawn,
+    point_env,
+)
 from commstack.launch.stack import ResolvedStack
 from commstack.machine import Machine
 from commstack.matrix.model import Point
 
 # --mpi plugin per flavour when the machine does not say: Debian/most builds of Open MPI speak
 # PMIx; MPICH and Intel MPI speak PMI2 (Intel MPI also needs I_MPI_PMI_LIBRARY, a machine fact).
-DEFAULT_MPI_PLUGIN = {"openmpi": "pmix", "mpich": "pmi2", "intelmpi": "pmi2", "cray-mpich": "cray_shasta"}
+# GASNet-EX network conduits (ibv, ofi, ucx, mpi) start under srun through PMI as well.
+DEFAULT_MPI_PLUGIN = {"openmpi": "pmix", "mpich": "pmi2", "intelmpi": "pmi2",
+                      "cray-mpich": "cray_shasta", "gasnet": "pmi2"}
+# Conduits whose processes share one node and are spawned by the conduit's own launcher.
+NODE_LOCAL_CONDUITS = ("smp", "udp")
 DEFAULT_DISTRIBUTION = {"block": ["--distribution=block:block"], "cyclic": ["--distribution=cyclic:cyclic"]}
 _TIME_LEFT = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$")
 
@@ -84,6 +94,8 @@ def srun_command(point: Point, benchmark: Benchmark, stack: ResolvedStack,
         raise LaunchError(f"point {point.id}: nodes={nodes}, but the allocation has "
                           f"{len(allocation.nodes)} ({','.join(allocation.nodes)})")
     per_node = int(point.get("ranks_per_node", 2))
+    if stack.stack.conduit in NODE_LOCAL_CONDUITS:
+        return node_local_gasnet(point, benchmark, stack, machine, nodes, per_node)
     launcher = (machine.launcher(stack.flavour) if machine else None) or {}
     command = launcher.get("command", "srun")
     if command != "srun":
@@ -101,6 +113,22 @@ def srun_command(point: Point, benchmark: Benchmark, stack: ResolvedStack,
     env = _environment(point, benchmark, stack, machine, launcher)
     return LaunchCommand(argv + bench, env, stack.prepends(), False, nodes * per_node,
                          executable=bench[0])
+
+
+def node_local_gasnet(point: Point, benchmark: Benchmark, stack: ResolvedStack,
+                      machine: Optional[Machine], nodes: int, per_node: int) -> LaunchCommand:
+    """One task on one node, with the cores of every process, running the conduit's spawner."""
+    if nodes != 1:
+        raise LaunchError(f"point {point.id}: the {stack.stack.conduit} conduit runs on one node; "
+                          f"nodes={nodes} needs a network conduit (ibv, ofi, ucx, mpi)")
+    if point.get("mapping"):
+        raise LaunchError(f"point {point.id}: mapping is not available for GASNet-EX stacks")
+    argv = ["srun", "-v", "-N", "1", "-n", "1", f"--cpus-per-task={per_node}", "--cpu-bind=none",
+            "--kill-on-bad-exit=1", *gasnet_spawn(stack, per_node), *stack.stack.launcher_args]
+    bench = benchmark.argv(benchmark_params(point, benchmark))
+    bench[0] = stack.find(bench[0])
+    env = _environment(point, benchmark, stack, machine, {})
+    return LaunchCommand(argv + bench, env, stack.prepends(), False, per_node, executable=bench[0])
 
 
 def mpirun_in_allocation(point: Point, benchmark: Benchmark, stack: ResolvedStack,

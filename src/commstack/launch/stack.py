@@ -18,6 +18,13 @@ DEFAULT_LAUNCHER = {
 }
 
 
+def default_launcher(stack: Stack) -> str:
+    """The flavour's launcher; a GASNet-EX conduit's own spawner (amudprun for udp)."""
+    if stack.flavour == "gasnet":
+        return "amudprun" if stack.conduit == "udp" else f"gasnetrun_{stack.conduit}"
+    return DEFAULT_LAUNCHER[stack.flavour]
+
+
 class StackError(RuntimeError):
     """A stack whose launcher or benchmark cannot be found."""
 
@@ -45,6 +52,10 @@ class ResolvedStack:
                 return os.path.abspath(executable)
             raise StackError(f"stack {self.name!r}: benchmark executable {executable} does not exist")
         dirs = os.pathsep.join(self.bin_dirs) if self.bin_dirs else os.environ.get("PATH", "")
+        if self.stack.conduit:  # packages/gasnet-tests installs testlarge-<conduit>, ...
+            found = shutil.which(f"{executable}-{self.stack.conduit}", path=dirs)
+            if found:
+                return found
         found = shutil.which(executable, path=dirs)
         if not found:
             where = ", ".join(self.bin_dirs) or "PATH"
@@ -96,7 +107,7 @@ def resolve(stack: Stack) -> ResolvedStack:
         for lib in ("lib", "lib64"):
             if (root / lib).is_dir():
                 lib_dirs.append(str(root / lib))
-    launcher = stack.launcher or DEFAULT_LAUNCHER[stack.flavour]
+    launcher = stack.launcher or default_launcher(stack)
     path = os.pathsep.join(bin_dirs + [os.environ.get("PATH", "")])
     found = launcher if os.sep in launcher and os.access(launcher, os.X_OK) else shutil.which(
         launcher, path=path

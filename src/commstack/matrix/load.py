@@ -123,12 +123,18 @@ def _stack(path: Path, name: str, spec: Dict[str, Any]) -> Stack:
         if key in fields:
             fields[key] = os.path.abspath(os.path.expanduser(fields[key]))
     env = tuple(sorted((str(k), _env_value(v)) for k, v in spec.get("env", {}).items()))
+    if (spec["flavour"] == "gasnet") != ("conduit" in spec):
+        raise MatrixError(f"{path}: stacks.{name}.conduit: " + (
+            "a gasnet stack needs its conduit (smp, udp, mpi, ibv, ofi, ucx)"
+            if spec["flavour"] == "gasnet" else
+            f"only gasnet stacks have a conduit; this one is {spec['flavour']}"))
     return Stack(
         name=name,
         flavour=spec["flavour"],
         launcher_args=tuple(spec.get("launcher_args", ())),
         env=env,
         optional=bool(spec.get("optional", False)),
+        conduit=spec.get("conduit"),
         unresolved=unresolved,
         **fields,
     )

@@ -16,7 +16,11 @@ DEFAULT_TIMEOUT_S = 600.0
 
 @dataclass(frozen=True)
 class Stack:
-    """A named MPI stack variant: which MPI, where its binaries are, how to launch."""
+    """A named MPI stack variant: which MPI, where its binaries are, how to launch.
+
+    flavour ``gasnet`` is a GASNet-EX installation; ``conduit`` (smp, udp, mpi, ibv, ofi, ucx)
+    picks its executables (``testlarge-<conduit>``) and launcher.
+    """
 
     name: str
     flavour: str
@@ -27,6 +31,7 @@ class Stack:
     launcher_args: Tuple[str, ...] = ()
     env: Tuple[Tuple[str, str], ...] = ()
     optional: bool = False
+    conduit: Optional[str] = None
     unresolved: Optional[str] = None  # why an optional stack cannot be used (unset variable)
 
     @property

@@ -25,17 +25,18 @@ CORE = {
 }
 
 MAPPINGS = ("block", "cyclic")
-FLAVOURS = ("openmpi", "intelmpi", "mpich", "cray-mpich")
+FLAVOURS = ("openmpi", "intelmpi", "mpich", "cray-mpich", "gasnet")
 
 # Environment-variable families and the flavours whose libraries read them.
 ENV_FAMILIES = {
-    "UCX_": ("openmpi", "intelmpi", "mpich"),
+    "UCX_": ("openmpi", "intelmpi", "mpich", "gasnet"),
     "UCC_": ("openmpi",),
     "HCOLL_": ("openmpi",),
     "OMPI_": ("openmpi",),
     "PMIX_": ("openmpi",),
     "I_MPI_": ("intelmpi",),
-    "FI_": ("openmpi", "intelmpi", "mpich", "cray-mpich"),
+    "FI_": ("openmpi", "intelmpi", "mpich", "cray-mpich", "gasnet"),
+    "GASNET_": ("gasnet",),
     "MPIR_CVAR_": ("intelmpi", "mpich", "cray-mpich"),
     "MPICH_": ("mpich", "cray-mpich"),
     "OMP_": FLAVOURS,

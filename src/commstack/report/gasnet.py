@@ -1,16 +1,21 @@
 """Plots and tables in the style of Hargrove & Bonachea, "GASNet-EX RMA Communication
 Performance on Recent Supercomputing Systems" (LBNL, 2022).
 
-* Fig. 2: uni-directional flood bandwidth vs transfer size, from the "Aggregate" timings of
-  IMB-RMA ``Unidir_put``/``Unidir_get`` (and IMB-MPI1 ``Uniband`` for message passing), IMB's
-  MB/s (10^6 B/s) converted to GiB/s (2^30 B/s); log x, linear y; Put solid blues, Get dash-dot
-  reds, message passing dashed greens; ``o`` markers for MPI RMA, ``+`` for message passing.
-  Each point is the maximum over the repeated runs (the paper: over 16 batch jobs).
-* Table 1: round-trip latency of 8-byte RMA Put and Get, from the "Non-aggregate" timings; the
-  minimum over the repeated runs; with the ratio to a baseline configuration (the paper: MPI RMA
-  / GASNet-EX; here: each configuration / the first one).
+* Fig. 2: uni-directional flood bandwidth vs transfer size: GASNet-EX ``testlarge``
+  (``PutNBI+DEFER``/``GetNBI``, MiB/s), MPI RMA from the "Aggregate" timings of IMB-RMA
+  ``Unidir_put``/``Unidir_get`` and message passing from IMB-MPI1 ``Uniband`` (MB/s), all
+  converted to GiB/s (2^30 B/s); log x, linear y; Put blues, Get reds, message passing greens;
+  ``s`` markers and solid lines for GASNet-EX, ``o`` for MPI RMA (Get dash-dot), ``+`` and dashes
+  for message passing. Each point is the maximum over the repeated runs (the paper: over 16
+  batch jobs).
+* Table 1: round-trip latency of 8-byte RMA Put and Get: GASNet-EX ``testsmall``
+  (``PutBlocking``/``GetBlocking``) and IMB-RMA's "Non-aggregate" timings; the minimum over the
+  repeated runs; with the ratio to the first GASNet-EX configuration (the paper: MPI RMA /
+  GASNet-EX), or to the first configuration when there is no GASNet-EX run.
 
-Configurations are what varies between the campaign's points (stack, fabric, ...).
+Configurations are what varies between the points (stack, fabric, ...). The paper's figure puts
+three benchmarks side by side: run each as its own campaign and report them together
+(``commstack report GASNET_CAMPAIGN --with RMA_CAMPAIGN --with UNIBAND_CAMPAIGN``).
 """
 
 from __future__ import annotations
@@ -24,11 +29,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from commstack.benchmarks.registry import BENCHMARKS  # noqa: E402
 from commstack.compare import Figure, figures, varying  # noqa: E402
 
 GIB = 2 ** 30
+MPI, GASNET = "MPI", "GASNet-EX"
 RMA = {"Unidir_put": "Put", "Unidir_get": "Get"}
 MESSAGE_PASSING = {"Uniband": "Isend/Irecv"}
+GASNET_BANDWIDTH = {"PutNBI+DEFER": "Put", "GetNBI": "Get"}  # testlarge section B
+GASNET_LATENCY = {"PutBlocking": "Put", "GetBlocking": "Get"}  # testsmall section A
+# Parameters that say how a benchmark runs, not which configuration it measures.
+_OPTIONS = {name for b in BENCHMARKS.values() for name in b.options} | {"executable"}
 LATENCY_BYTES = 8
 RATIO_SIZES = (4, 1024)  # the paper: the ratio holds for power-of-two sizes 4..1024 bytes
 
@@ -44,38 +55,54 @@ class Series:
     op: str             # Put, Get, Isend/Irecv
     points: Dict[int, float]  # bytes -> value
     runs: int
+    library: str = MPI  # MPI or GASNet-EX
+
+    @property
+    def label(self) -> str:
+        return f"{self.library} {self.op} ({self.config})"
 
 
 def _config_labels(figs: List[Figure]) -> Dict[int, str]:
-    names = [n for n in varying(figs) if n not in ("benchmark", "bytes", "mode", "np", "benchmarks")]
-    return {id(f): ", ".join(f"{n}={f.params.get(n)}" for n in names) or "(all)" for f in figs}
+    names = [n for n in varying(figs) if n not in ("benchmark", "bytes", "mode", "np", "node",
+                                                    "benchmarks") and n not in _OPTIONS]
+    return {id(f): ", ".join(f"{n}={f.params[n]}" for n in names if f.params.get(n) is not None)
+            or "(all)" for f in figs}
 
 
-def _series(records: List[dict], metric: str, mode: str, ops: Dict[str, str],
+def _series(records: List[dict], metric: str, mode: str, ops: Dict[str, Tuple[str, str]],
             best=max, scale=lambda v: v) -> List[Series]:
+    """ops: row benchmark -> (library, operation). GASNet-EX rows: node 0, the first initiator."""
     figs = [f for f in figures(records, metric)
             if f.row.get("benchmark") in ops and f.row.get("mode", mode) == mode
-            and f.row.get("bytes") is not None]
+            and f.row.get("bytes") is not None and f.row.get("node", 0) == 0]
     labels = _config_labels(figs)
-    out: Dict[Tuple[str, str], Series] = {}
+    out: Dict[Tuple[str, str, str], Series] = {}
     for f in figs:
-        key = (labels[id(f)], ops[f.row["benchmark"]])
-        series = out.setdefault(key, Series(key[0], key[1], {}, len(f.samples)))
+        library, op = ops[f.row["benchmark"]]
+        key = (library, labels[id(f)], op)
+        series = out.setdefault(key, Series(key[1], op, {}, len(f.samples), library))
         series.points[int(f.row["bytes"])] = scale(best(f.samples))
         series.runs = min(series.runs, len(f.samples))
-    return sorted(out.values(), key=lambda s: (s.config, s.op))
+    return sorted(out.values(), key=lambda s: (s.library != GASNET, s.config, s.op))
+
+
+def _ops(library: str, names: Dict[str, str]) -> Dict[str, Tuple[str, str]]:
+    return {name: (library, op) for name, op in names.items()}
 
 
 def bandwidth(records: List[dict]) -> List[Series]:
-    """Max-over-runs flood bandwidth in GiB/s per configuration and operation."""
-    rma = _series(records, "mbytes_per_s", "aggregate", RMA, max, mbytes_to_gib)
-    mp = _series(records, "mbytes_per_s", "aggregate", MESSAGE_PASSING, max, mbytes_to_gib)
+    """Max-over-runs flood bandwidth in GiB/s per library, configuration and operation."""
+    ops = {**_ops(GASNET, GASNET_BANDWIDTH), **_ops(MPI, RMA)}
+    rma = _series(records, "mbytes_per_s", "aggregate", ops, max, mbytes_to_gib)
+    mp = _series(records, "mbytes_per_s", "aggregate", _ops(MPI, MESSAGE_PASSING), max,
+                 mbytes_to_gib)
     return rma + mp
 
 
 def latency(records: List[dict]) -> List[Series]:
-    """Min-over-runs latency in microseconds per configuration and RMA operation."""
-    return _series(records, "t_us", "non-aggregate", RMA, min)
+    """Min-over-runs latency in microseconds per library, configuration and RMA operation."""
+    ops = {**_ops(GASNET, GASNET_LATENCY), **_ops(MPI, RMA)}
+    return _series(records, "t_us", "non-aggregate", ops, min)
 
 
 def plot_bandwidth(series: List[Series], path: Path) -> Path:
@@ -84,7 +111,10 @@ def plot_bandwidth(series: List[Series], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     for s in series:
         shade = 0.55 + 0.4 * configs.index(s.config) / max(1, len(configs) - 1)
-        if s.op == "Put":
+        if s.library == GASNET:
+            colours = blues if s.op == "Put" else reds
+            style = dict(color=colours(min(1.0, shade + 0.1)), linestyle="-", marker="s")
+        elif s.op == "Put":
             style = dict(color=blues(shade), linestyle="-", marker="o")
         elif s.op == "Get":
             style = dict(color=reds(shade), linestyle="-.", marker="o")
@@ -92,7 +122,7 @@ def plot_bandwidth(series: List[Series], path: Path) -> Path:
             style = dict(color=greens(shade), linestyle="--", marker="+")
         sizes = sorted(b for b in s.points if b > 0)
         ax.plot(sizes, [s.points[b] for b in sizes], markersize=4, linewidth=1.2,
-                label=f"MPI {s.op} ({s.config})", **style)
+                label=s.label, **style)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("transfer size [bytes]")
     ax.set_ylabel("bandwidth [GiB/s] (max over runs)")
@@ -106,21 +136,39 @@ def plot_bandwidth(series: List[Series], path: Path) -> Path:
     return path
 
 
+def _configurations(series: List[Series]) -> List[Tuple[str, str]]:
+    """(library, config) pairs, GASNet-EX first: the first one is the ratios' baseline."""
+    return sorted({(s.library, s.config) for s in series}, key=lambda lc: (lc[0] != GASNET, lc[1]))
+
+
+def _name(library: str, config: str, series: List[Series]) -> str:
+    return f"{library}: {config}" if any(s.library == GASNET for s in series) else config
+
+
+def baseline_name(series: List[Series]) -> str:
+    return _name(*_configurations(series)[0], series)
+
+
 def latency_table(series: List[Series], size: int = LATENCY_BYTES) -> List[str]:
-    configs = sorted({s.config for s in series})
-    by = {(s.config, s.op): s for s in series}
+    configs = _configurations(series)
+    by = {(s.library, s.config, s.op): s for s in series}
     base = configs[0]
     lines = [f"| configuration | {size}-byte RMA Put latency | ratio | {size}-byte RMA Get "
              "latency | ratio |", "|---|---:|---:|---:|---:|"]
-    for config in configs:
+    for library, config in configs:
         cells = []
         for op in ("Put", "Get"):
-            value = _at(by.get((config, op)), size)
-            ref = _at(by.get((base, op)), size)
-            cells += [f"{value:.2f} μs" if value is not None else "n/a",
+            value = _at(by.get((library, config, op)), size)
+            ref = _at(by.get((*base, op)), size)
+            cells += [f"{_microseconds(value)} μs" if value is not None else "n/a",
                       f"{value / ref:.2f}" if value is not None and ref else "n/a"]
-        lines.append(f"| {config} | " + " | ".join(cells) + " |")
+        lines.append(f"| {_name(library, config, series)} | " + " | ".join(cells) + " |")
     return lines
+
+
+def _microseconds(value: float) -> str:
+    """Two decimals as the paper prints; below 0.1 μs (shared memory) two significant digits."""
+    return f"{value:.2f}" if value >= 0.1 or value == 0 else f"{value:.2g}"
 
 
 def _at(series: Optional[Series], size: int) -> Optional[float]:
@@ -129,18 +177,19 @@ def _at(series: Optional[Series], size: int) -> Optional[float]:
 
 def ratio_ranges(series: List[Series]) -> List[str]:
     """Per configuration and op: the range of the latency ratio to the baseline over 4..1024 B."""
-    configs = sorted({s.config for s in series})
-    by = {(s.config, s.op): s for s in series}
+    configs = _configurations(series)
+    by = {(s.library, s.config, s.op): s for s in series}
     out = []
-    for config in configs[1:]:
+    for library, config in configs[1:]:
         for op in ("Put", "Get"):
-            mine, base = by.get((config, op)), by.get((configs[0], op))
+            mine, base = by.get((library, config, op)), by.get((*configs[0], op))
             if not mine or not base:
                 continue
             ratios = [mine.points[b] / base.points[b] for b in sorted(mine.points)
                       if RATIO_SIZES[0] <= b <= RATIO_SIZES[1] and base.points.get(b)]
             if ratios:
-                out.append(f"- {op}, {config}: ratio {min(ratios):.2f}..{max(ratios):.2f} over "
+                out.append(f"- {op}, {_name(library, config, series)}: ratio "
+                           f"{min(ratios):.2f}..{max(ratios):.2f} over "
                            f"{RATIO_SIZES[0]}..{RATIO_SIZES[1]} bytes")
     return out
 
@@ -148,6 +197,7 @@ def ratio_ranges(series: List[Series]) -> List[str]:
 def saturation(series: List[Series]) -> List[str]:
     lines = ["| configuration | operation | max [GiB/s] | at [bytes] | 90 % of max from [bytes] |",
              "|---|---|---:|---:|---:|"]
+    gasnet = any(s.library == GASNET for s in series)
     for s in series:
         sizes = sorted(b for b in s.points if b > 0)
         if not sizes:
@@ -155,27 +205,33 @@ def saturation(series: List[Series]) -> List[str]:
         peak = max(s.points[b] for b in sizes)
         at = next(b for b in sizes if s.points[b] == peak)
         first = next(b for b in sizes if s.points[b] >= 0.9 * peak)
-        lines.append(f"| {s.config} | {s.op} | {peak:.3f} | {at} | {first} |")
+        op = f"{s.library} {s.op}" if gasnet else s.op
+        lines.append(f"| {s.config} | {op} | {peak:.3f} | {at} | {first} |")
     return lines
 
 
 def gasnet_section(records: List[dict], out_dir: Path) -> Tuple[List[str], List[Path]]:
-    """Markdown lines and PNGs when the campaign has IMB-RMA Unidir (or Uniband) results."""
+    """Markdown lines and PNGs when the records have GASNet-EX testlarge/testsmall, IMB-RMA
+    Unidir or IMB-MPI1 Uniband results."""
     bw = bandwidth(records)
-    if not bw:
-        return [], []
-    png = plot_bandwidth(bw, out_dir / "gasnet_flood_bandwidth.png")
-    runs = min(s.runs for s in bw)
-    lines = ["", "## RMA performance (GASNet-EX paper style)", "",
-             f"Uni-directional flood bandwidth from IMB \"Aggregate\" timings, MB/s converted to "
-             f"GiB/s (2^30 B/s); each point the maximum over {runs} runs.", "",
-             f"![flood bandwidth]({png.name})", ""] + saturation(bw)
     lat = latency(records)
+    if not bw and not lat:
+        return [], []
+    lines = ["", "## RMA performance (GASNet-EX paper style)", ""]
+    pngs: List[Path] = []
+    if bw:
+        png = plot_bandwidth(bw, out_dir / "gasnet_flood_bandwidth.png")
+        pngs.append(png)
+        lines += [f"Uni-directional flood bandwidth (GASNet-EX testlarge MiB/s, IMB \"Aggregate\" "
+                  f"timings MB/s) in GiB/s (2^30 B/s); each point the maximum over "
+                  f"{min(s.runs for s in bw)} runs.", "", f"![flood bandwidth]({png.name})", ""]
+        lines += saturation(bw)
     if lat:
-        lines += ["", f"Round-trip latency of {LATENCY_BYTES}-byte RMA accesses (\"Non-aggregate\" "
-                  f"timings, minimum over {min(s.runs for s in lat)} runs); ratio: configuration "
-                  f"/ {sorted({s.config for s in lat})[0]}.", ""] + latency_table(lat)
+        lines += ["", f"Round-trip latency of {LATENCY_BYTES}-byte RMA accesses (GASNet-EX "
+                  f"testsmall blocking Put/Get, IMB-RMA \"Non-aggregate\" timings), minimum over "
+                  f"{min(s.runs for s in lat)} runs; ratio: configuration / {baseline_name(lat)}.",
+                  ""] + latency_table(lat)
         ranges = ratio_ranges(lat)
         if ranges:
             lines += [""] + ranges
-    return lines, [png]
+    return lines, pngs

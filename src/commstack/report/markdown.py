@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import pandas as pd
 
@@ -26,9 +26,14 @@ from commstack.store.files import replace
 from commstack.store.table import write_records_csv
 
 
-def write_report(campaign_root: Path, defaults: Optional[Dict[str, str]] = None) -> Path:
+def write_report(campaign_root: Path, defaults: Optional[Dict[str, str]] = None,
+                 others: Sequence[Path] = ()) -> Path:
     """Write report/report.md (+ PNGs, summary.csv, records.csv); ``defaults`` names the
-    default value of parameters for the tuned-vs-default comparison (NAME -> VALUE)."""
+    default value of parameters for the tuned-vs-default comparison (NAME -> VALUE).
+
+    ``others``: campaigns whose records join this one's in the study sections that compare
+    benchmarks (the GASNet-EX paper's figure: testlarge, IMB-RMA and IMB-MPI1 side by side);
+    the tables of this report stay this campaign's own."""
     campaign = Campaign(Path(campaign_root))
     records = list(campaign.records())
     if not records:
@@ -56,7 +61,13 @@ def write_report(campaign_root: Path, defaults: Optional[Dict[str, str]] = None)
         lines += study
         if plots:
             replace(out_dir / "oracle_images.csv", images_csv(plots).encode())
-        lines += gasnet_section(swept, out_dir)[0]
+    joined = [r for other in others for r in Campaign(Path(other)).records()
+              if not r.get("imported")]
+    if others:
+        lines += ["", "Study sections below also use " + ", ".join(
+            f"`{Campaign(Path(o)).name}` ({Campaign(Path(o)).machine})" for o in others) + "."]
+    if swept or joined:
+        lines += gasnet_section(swept + joined, out_dir)[0]
     lines += _problems(records)
     report = out_dir / "report.md"
     replace(report, ("\n".join(lines) + "\n").encode())
