@@ -58,9 +58,24 @@ def _wait_for_running(root: Path, timeout: float = 60) -> None:
     raise AssertionError("no run in flight")
 
 
+def _slow_imb(tmp_path: Path, impi_root: Path) -> str:
+    """A stack whose IMB-MPI1 is the real one after a 1 s sleep: a run seen in flight is still
+    in flight when the signal arrives (a bare half-second run may end in between)."""
+    slow_bin = tmp_path / "slow-imb"
+    slow_bin.mkdir()
+    wrapper = slow_bin / "IMB-MPI1"
+    wrapper.write_text(f'#!/bin/sh\nsleep 1\nexec {impi_root}/bin/IMB-MPI1 "$@"\n')
+    wrapper.chmod(0o755)
+    return SWEEP.replace('prefix: "${I_MPI_ROOT}"}', f'prefix: "${{I_MPI_ROOT}}", bin: "{slow_bin}"}}')
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_interrupt_then_resume_loses_and_duplicates_nothing(impi_root, tmp_path, sig):
-    matrix = _matrix(tmp_path, SWEEP, "interrupt")
+    # SIGINT: the in-flight run must be recorded as interrupted, so make sure one is in flight.
+    # SIGKILL records nothing; its real IMB ranks must die with the harness (a sleeping shell
+    # wrapper would not, being no MPI process), so it runs the plain stack.
+    text = _slow_imb(tmp_path, impi_root) if sig == signal.SIGINT else SWEEP
+    matrix = _matrix(tmp_path, text, "interrupt")
     root = tmp_path / "results" / "local" / "interrupt"
     proc = start("run", str(matrix), "--out", str(tmp_path / "results"))
     _wait_for_records(root, 3)
