@@ -6,13 +6,15 @@ drift of the machine spreads over all points instead of biasing one.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import signal
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import commstack
 from commstack import provenance
@@ -103,6 +105,20 @@ class SweepResult:
         if self.interrupted:
             return 130
         return 0 if self.failed == 0 else 3
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM (delivered when this block ends) in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals are handled by the main thread anyway
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _raise_interrupted(signum: int, frame: object) -> None:
@@ -257,62 +273,64 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
     try:
         stdout, stderr = attempt.path / "stdout.txt", attempt.path / "stderr.txt"
         outcome = runner.run(command, stdout, stderr, timeout or matrix.timeout, cwd=attempt.path)
-        text = stdout.read_text(errors="replace")
-        status, parsed, notes, error, built = outcome.status, None, [], None, None
-        if status == "ok":
-            try:
-                output = parse(text)
-                parsed = output.rows if hasattr(output, "rows") else {
-                    "runtime": output.runtime, "ranks": output.ranks, **output.values}
-                notes = list(output.notes)
-                built = getattr(output, "config", None)  # GASNet-EX prints its build
-                fatal = [n for n in notes if n.startswith(matrix.benchmark.fatal_notes)]
-                if fatal:
-                    status, error = "parse-error", "; ".join(fatal)
-            except ParseError as exc:
-                status, error = "parse-error", str(exc)
-        err_text = stderr.read_text(errors="replace")
-        if status == "crash" and allocation is not None and allocation_lost(err_text):
-            # Not the point's failure: the allocation ended (scancel, time limit). Rerun it.
-            status = "interrupted"
-            notes.append("the Slurm allocation ended under this run")
-        both = text + "\n" + err_text
-        record = {
-            "schema": 1,
-            "campaign": campaign.name,
-            "machine": campaign.machine,
-            "benchmark": matrix.benchmark.name,
-            "point_id": point.id,
-            "repeat": repeat,
-            "attempt": attempt.number,
-            "params": point.as_dict(),
-            "stack": prepared.stack.name,
-            "stack_info": {"flavour": prepared.stack.flavour, "root": prepared.stack.stack.root,
-                           "launcher": prepared.stack.launcher},
-            "argv": command.argv,
-            "env": provenance.scrub_env(command.env),
-            "env_prepends": command.prepends,
-            "command": command.shell(),
-            "ranks": command.ranks,
-            "nodes": point.get("nodes", 1),
-            "oversubscribed": command.oversubscribed,
-            "status": status,
-            "exit_code": outcome.exit_code,
-            "timeout_s": timeout or matrix.timeout,
-            "start": outcome.start,
-            "end": outcome.end,
-            "duration_s": outcome.duration_s,
-            "parsed": parsed,
-            "parse_error": error,
-            "notes": notes,
-            "build_config": built,
-            "ucx": provenance.ucx_report(command.full_env(), both, known_ucx),
-            "session": session.name,
-            "slurm": _slurm_provenance(allocation, command, err_text) if allocation else None,
-            "stdout": "stdout.txt",
-            "stderr": "stderr.txt",
-        }
-        write_new_json(attempt.record_path, record)
-        return record
+        # The run is over: an interrupt now waits until its record is written.
+        with _signals_deferred():
+            text = stdout.read_text(errors="replace")
+            status, parsed, notes, error, built = outcome.status, None, [], None, None
+            if status == "ok":
+                try:
+                    output = parse(text)
+                    parsed = output.rows if hasattr(output, "rows") else {
+                        "runtime": output.runtime, "ranks": output.ranks, **output.values}
+                    notes = list(output.notes)
+                    built = getattr(output, "config", None)  # GASNet-EX prints its build
+                    fatal = [n for n in notes if n.startswith(matrix.benchmark.fatal_notes)]
+                    if fatal:
+                        status, error = "parse-error", "; ".join(fatal)
+                except ParseError as exc:
+                    status, error = "parse-error", str(exc)
+            err_text = stderr.read_text(errors="replace")
+            if status == "crash" and allocation is not None and allocation_lost(err_text):
+                # Not the point's failure: the allocation ended (scancel, time limit). Rerun it.
+                status = "interrupted"
+                notes.append("the Slurm allocation ended under this run")
+            both = text + "\n" + err_text
+            record = {
+                "schema": 1,
+                "campaign": campaign.name,
+                "machine": campaign.machine,
+                "benchmark": matrix.benchmark.name,
+                "point_id": point.id,
+                "repeat": repeat,
+                "attempt": attempt.number,
+                "params": point.as_dict(),
+                "stack": prepared.stack.name,
+                "stack_info": {"flavour": prepared.stack.flavour, "root": prepared.stack.stack.root,
+                               "launcher": prepared.stack.launcher},
+                "argv": command.argv,
+                "env": provenance.scrub_env(command.env),
+                "env_prepends": command.prepends,
+                "command": command.shell(),
+                "ranks": command.ranks,
+                "nodes": point.get("nodes", 1),
+                "oversubscribed": command.oversubscribed,
+                "status": status,
+                "exit_code": outcome.exit_code,
+                "timeout_s": timeout or matrix.timeout,
+                "start": outcome.start,
+                "end": outcome.end,
+                "duration_s": outcome.duration_s,
+                "parsed": parsed,
+                "parse_error": error,
+                "notes": notes,
+                "build_config": built,
+                "ucx": provenance.ucx_report(command.full_env(), both, known_ucx),
+                "session": session.name,
+                "slurm": _slurm_provenance(allocation, command, err_text) if allocation else None,
+                "stdout": "stdout.txt",
+                "stderr": "stderr.txt",
+            }
+            write_new_json(attempt.record_path, record)
+            return record
     finally:
         attempt.release()

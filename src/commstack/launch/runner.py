@@ -62,40 +62,49 @@ def _die_with_parent() -> None:
 
 
 def run(cmd: LaunchCommand, stdout: Path, stderr: Path, timeout: float, cwd: Path) -> RunOutcome:
+    """Run to completion, timeout or interrupt. An interrupt (SIGINT, SIGTERM) landing anywhere
+    in here, even while the launcher is being started, gives an `interrupted` outcome."""
     env = cmd.full_env()
-    with open(stdout, "wb") as out, open(stderr, "wb") as err:
-        start = time.time()
-        proc = subprocess.Popen(
-            cmd.argv,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
+    start = time.time()
+    proc: "Optional[subprocess.Popen[bytes]]" = None
+    timer: Optional[threading.Timer] = None
+    timed_out = threading.Event()
+    try:
+        with open(stdout, "wb") as out, open(stderr, "wb") as err:
+            proc = subprocess.Popen(
+                cmd.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
         with _LIVE_LOCK:
             _LIVE.add(proc)
         # A blocking wait plus a timer, not wait(timeout=): that one polls with sleeps of up to
         # 50 ms, which would add tens of milliseconds to every point.
-        timed_out = threading.Event()
+        running = proc
 
         def on_timeout() -> None:
             timed_out.set()
-            _kill_group(proc)
+            _kill_group(running)
 
         timer = threading.Timer(timeout, on_timeout)
         timer.daemon = True
         timer.start()
-        try:
-            code = proc.wait()
-        except (KeyboardInterrupt, Interrupted):
+        code = proc.wait()
+    except (KeyboardInterrupt, Interrupted):
+        if timer is not None:
             timer.cancel()
+        if proc is not None:
             _kill_group(proc)
-            return RunOutcome("interrupted", proc.returncode, start, time.time())
-        finally:
+        return RunOutcome("interrupted", proc.returncode if proc else None, start, time.time())
+    finally:
+        if timer is not None:
             timer.cancel()
+        if proc is not None:
             with _LIVE_LOCK:
                 _LIVE.discard(proc)
     end = time.time()
