@@ -36,21 +36,7 @@ DEFAULTS = {"I_MPI_ADJUST_ALLREDUCE": 0, "mapping": "block"}
 STEPS = [["I_MPI_ADJUST_ALLREDUCE"], ["mapping"]]
 REPEATS = 5
 VERIFY_REPEATS = 10
-MATRIX = f"""
-benchmark: imb-mpi1
-repeats: {REPEATS}
-timeout: 120
-stacks:
-  impi: {{flavour: intelmpi, prefix: "${{I_MPI_ROOT}}"}}
-parameters: {{stack: impi, benchmarks: Allreduce, msglog: "2:16", iter: 200, npmin: 2,
-             ranks_per_node: 2}}
-product:
-  I_MPI_ADJUST_ALLREDUCE: {ALGORITHMS}
-  mapping: [block, cyclic]
-"""
-
-
-VERIFY = """
+CASE = """
 benchmark: imb-mpi1
 repeats: {repeats}
 timeout: 120
@@ -58,7 +44,13 @@ stacks:
   impi: {{flavour: intelmpi, prefix: "${{I_MPI_ROOT}}"}}
 parameters: {{stack: impi, benchmarks: Allreduce, msglog: "2:16", iter: 200, npmin: 2,
              ranks_per_node: 2}}
-zip:
+"""
+MATRIX = CASE.format(repeats=REPEATS) + f"""product:
+  I_MPI_ADJUST_ALLREDUCE: {ALGORITHMS}
+  mapping: [block, cyclic]
+"""
+# Two settings measured again, interleaved: the i-th algorithm goes with the i-th mapping.
+VERIFY = CASE + """zip:
   - I_MPI_ADJUST_ALLREDUCE: [{algorithms}]
     mapping: [{mappings}]
 """

@@ -140,6 +140,8 @@ def mpirun_in_allocation(point: Point, benchmark: Benchmark, stack: ResolvedStac
         argv += ["-np", str(ranks), "--map-by", f"ppr:{per_node}:node"]
         if os.geteuid() == 0:
             argv.append("--allow-run-as-root")
+    elif stack.flavour == "gasnet":  # gasnetrun_<conduit> -n <processes> -N <nodes>
+        argv += ["-n", str(ranks), "-N", str(nodes)]
     else:
         argv += ["-n", str(ranks), "-ppn", str(per_node)]
     bench = benchmark.argv(benchmark_params(point, benchmark))
