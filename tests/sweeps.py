@@ -46,3 +46,13 @@ def processes_under(directory: Path) -> List[int]:
         if cwd.startswith(target):
             found.append(int(entry.name))
     return found
+
+
+def delayed_imb_bin(directory: Path, impi_root: Path, seconds: float) -> Path:
+    """A bin directory whose IMB-MPI1 is Intel MPI's real one, started after `seconds` of sleep:
+    for tests that need a run to last at least that long on any machine."""
+    directory.mkdir()
+    wrapper = directory / "IMB-MPI1"
+    wrapper.write_text(f'#!/bin/sh\nsleep {seconds:g}\nexec {impi_root}/bin/IMB-MPI1 "$@"\n')
+    wrapper.chmod(0o755)
+    return directory

@@ -10,7 +10,7 @@ from textwrap import dedent
 
 import pytest
 
-from tests.sweeps import commstack, ok_counts, processes_under, records, start
+from tests.sweeps import commstack, delayed_imb_bin, ok_counts, processes_under, records, start
 
 pytestmark = pytest.mark.mpi
 
@@ -61,11 +61,7 @@ def _wait_for_running(root: Path, timeout: float = 60) -> None:
 def _slow_imb(tmp_path: Path, impi_root: Path) -> str:
     """A stack whose IMB-MPI1 is the real one after a 1 s sleep: a run seen in flight is still
     in flight when the signal arrives (a bare half-second run may end in between)."""
-    slow_bin = tmp_path / "slow-imb"
-    slow_bin.mkdir()
-    wrapper = slow_bin / "IMB-MPI1"
-    wrapper.write_text(f'#!/bin/sh\nsleep 1\nexec {impi_root}/bin/IMB-MPI1 "$@"\n')
-    wrapper.chmod(0o755)
+    slow_bin = delayed_imb_bin(tmp_path / "slow-imb", impi_root, 1)
     return SWEEP.replace('prefix: "${I_MPI_ROOT}"}', f'prefix: "${{I_MPI_ROOT}}", bin: "{slow_bin}"}}')
 
 

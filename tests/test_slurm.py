@@ -18,7 +18,7 @@ import pytest
 
 from tests import slurm_cluster
 from tests.conftest import REPO
-from tests.sweeps import commstack, ok_counts, records
+from tests.sweeps import commstack, delayed_imb_bin, ok_counts, records
 
 pytestmark = [pytest.mark.slurm, pytest.mark.mpi]
 
@@ -169,11 +169,7 @@ def test_time_limit_then_resume(stacks, impi_root, tmp_path):
 
     Each run is the real IMB-MPI1 after a 4 s sleep, so that 24 runs (96 s or more) cannot fit
     in one minute however fast the machine is."""
-    slow_bin = tmp_path / "slow-imb"
-    slow_bin.mkdir()
-    wrapper = slow_bin / "IMB-MPI1"
-    wrapper.write_text(f"#!/bin/sh\nsleep 4\nexec {impi_root}/bin/IMB-MPI1 \"$@\"\n")
-    wrapper.chmod(0o755)
+    slow_bin = delayed_imb_bin(tmp_path / "slow-imb", impi_root, 4)
     slow = f'impi: {{flavour: intelmpi, prefix: "${{I_MPI_ROOT}}", bin: "{slow_bin}"}}'
     matrix = _matrix(tmp_path, {"impi": slow}, "limit",
                      LONG.replace("repeats: 8", "repeats: 12").replace("timeout: 60", "timeout: 20"))

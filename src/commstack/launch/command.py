@@ -70,6 +70,13 @@ def benchmark_params(point: Point, benchmark: Benchmark) -> Dict[str, object]:
     }
 
 
+def benchmark_argv(point: Point, benchmark: Benchmark, stack: ResolvedStack) -> List[str]:
+    """The benchmark's argv with its executable found in the stack (absolute path)."""
+    argv = benchmark.argv(benchmark_params(point, benchmark))
+    argv[0] = stack.find(argv[0])
+    return argv
+
+
 def gasnet_spawn(stack: ResolvedStack, ranks: int) -> List[str]:
     """A GASNet-EX conduit's spawner on this node: amudprun forks udp processes locally;
     gasnetrun_<conduit> takes -n for every other conduit."""
@@ -98,8 +105,7 @@ def local_command(
             "but oversubscribe is false"
         )
 
-    argv_bench = benchmark.argv(benchmark_params(point, benchmark))
-    argv_bench[0] = stack.find(argv_bench[0])
+    argv_bench = benchmark_argv(point, benchmark, stack)
     env = stack.env_delta()
     env.update(point_env(point, benchmark))
     mapping = point.get("mapping")

@@ -19,7 +19,7 @@ from commstack.benchmarks.registry import Benchmark
 from commstack.launch.command import (
     LaunchCommand,
     LaunchError,
-    benchmark_params,
+    benchmark_argv,
     gasnet_spawn,
     point_env,
 )
@@ -108,8 +108,7 @@ def srun_command(point: Point, benchmark: Benchmark, stack: ResolvedStack,
         placement = machine.placement(mapping) if machine else {}
         argv += placement.get("srun", DEFAULT_DISTRIBUTION[mapping])
     argv += list(stack.stack.launcher_args)
-    bench = benchmark.argv(benchmark_params(point, benchmark))
-    bench[0] = stack.find(bench[0])
+    bench = benchmark_argv(point, benchmark, stack)
     env = _environment(point, benchmark, stack, machine, launcher)
     return LaunchCommand(argv + bench, env, stack.prepends(), False, nodes * per_node,
                          executable=bench[0])
@@ -125,8 +124,7 @@ def node_local_gasnet(point: Point, benchmark: Benchmark, stack: ResolvedStack,
         raise LaunchError(f"point {point.id}: mapping is not available for GASNet-EX stacks")
     argv = ["srun", "-v", "-N", "1", "-n", "1", f"--cpus-per-task={per_node}", "--cpu-bind=none",
             "--kill-on-bad-exit=1", *gasnet_spawn(stack, per_node), *stack.stack.launcher_args]
-    bench = benchmark.argv(benchmark_params(point, benchmark))
-    bench[0] = stack.find(bench[0])
+    bench = benchmark_argv(point, benchmark, stack)
     env = _environment(point, benchmark, stack, machine, {})
     return LaunchCommand(argv + bench, env, stack.prepends(), False, per_node, executable=bench[0])
 
@@ -144,8 +142,7 @@ def mpirun_in_allocation(point: Point, benchmark: Benchmark, stack: ResolvedStac
         argv += ["-n", str(ranks), "-N", str(nodes)]
     else:
         argv += ["-n", str(ranks), "-ppn", str(per_node)]
-    bench = benchmark.argv(benchmark_params(point, benchmark))
-    bench[0] = stack.find(bench[0])
+    bench = benchmark_argv(point, benchmark, stack)
     env = _environment(point, benchmark, stack, None, launcher)
     if stack.flavour == "openmpi":
         for name in sorted(env):

@@ -61,11 +61,11 @@ def write_report(campaign_root: Path, defaults: Optional[Dict[str, str]] = None,
         lines += study
         if plots:
             replace(out_dir / "oracle_images.csv", images_csv(plots).encode())
-    joined = [r for other in others for r in Campaign(Path(other)).records()
-              if not r.get("imported")]
-    if others:
+    joined_campaigns = [Campaign(Path(other)) for other in others]
+    joined = [r for other in joined_campaigns for r in other.records() if not r.get("imported")]
+    if joined_campaigns:
         lines += ["", "Study sections below also use " + ", ".join(
-            f"`{Campaign(Path(o)).name}` ({Campaign(Path(o)).machine})" for o in others) + "."]
+            f"`{c.name}` ({c.machine})" for c in joined_campaigns) + "."]
     if swept or joined:
         lines += gasnet_section(swept + joined, out_dir)[0]
     lines += _problems(records)
