@@ -62,3 +62,26 @@ def imb_openmpi_bin(tmp_path_factory) -> Path:
     if shutil.which("mpirun.openmpi") is None:
         pytest.skip("skipped: no Debian Open MPI (apt install openmpi-bin libopenmpi-dev)")
     return spack_support.install_imb_openmpi(tmp_path_factory.mktemp("spack-imb"))
+
+
+@pytest.fixture(scope="session")
+def local_imb_bins(impi_root, tmp_path_factory) -> "dict[str, Path]":
+    """A bin directory with IMB-MPI1 per local flavour: Intel MPI's wheel; Open MPI's and
+    MPICH's from $COMMSTACK_IMB_OPENMPI_BIN / $COMMSTACK_IMB_MPICH_BIN when set, else built with
+    Spack where Spack and its mirror are (a flavour with neither is left out)."""
+    from tests import spack_support
+
+    bins = {"intelmpi": impi_root / "bin"}
+    spack = spack_support.spack_skip_reason() is None
+    for flavour, variable, install, launcher in (
+            ("openmpi", "COMMSTACK_IMB_OPENMPI_BIN", spack_support.install_imb_openmpi,
+             "mpirun.openmpi"),
+            ("mpich", "COMMSTACK_IMB_MPICH_BIN", spack_support.install_imb_mpich, "mpiexec.mpich")):
+        if shutil.which(launcher) is None:
+            continue
+        if os.environ.get(variable):
+            bins[flavour] = Path(os.environ[variable])
+        elif spack:
+            bins[flavour] = install(tmp_path_factory.mktemp(f"spack-{flavour}"))
+            os.environ[variable] = str(bins[flavour])
+    return bins

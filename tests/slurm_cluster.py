@@ -31,7 +31,9 @@ def cluster_is_up() -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     nodes = dict(zip(out[::2], out[1::2]))
-    return all(nodes.get(n, "").startswith(("idle", "mixed", "allocated")) for n in NODES)
+    # "completing" while a job's steps end: up and in use (restarting it would kill the job).
+    return all(nodes.get(n, "").startswith(("idle", "mixed", "allocated", "completing"))
+               for n in NODES)
 
 
 def bring_up() -> bool:

@@ -1,8 +1,16 @@
 """Aggregate repeats: trimmed mean (drop one min and one max, as the Oracle study does),
-median, min, max and count, per point and result row (message size, process count, ...)."""
+median, min, max and count, per point and result row (message size, process count, ...).
+
+Each summary row also says how clean its runs were: ``oversubscribed`` (more processes than
+cores in any of its runs), ``job_ranks`` (the job's size) and ``subrun`` (IMB ran this row at a
+smaller process count inside that larger job: its idle ranks still share the cores), and the
+printed resolution of its metric (``quantum``, the unit of the last digit the benchmark printed).
+"""
 
 from __future__ import annotations
 
+import decimal
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -14,6 +22,9 @@ METRICS: Sequence[Tuple[str, bool]] = (
 )
 # Fields that identify a result row within one record (besides the point).
 ROW_KEYS = ("benchmark", "np", "groups", "mode", "group", "bytes", "threads", "node")
+# Columns of a summary row that are not parameters of the point.
+SUMMARY_FIELDS = ("point_id", "metric", "lower_is_better", "n", "trimmed_mean", "median", "min",
+                  "max", "quantum", "oversubscribed", "job_ranks", "subrun", "samples")
 
 
 @dataclass
@@ -38,6 +49,14 @@ def summarize(values: Sequence[float]) -> Summary:
                    min(values), max(values))
 
 
+def print_quantum(values: Iterable[float]) -> float:
+    """The unit of the last printed digit: the finest decimal step among the values (0.01 for
+    IMB's "0.03"; tiny for computed values)."""
+    exponents = [decimal.Decimal(repr(float(v))).as_tuple().exponent for v in values
+                 if math.isfinite(v)]
+    return 10.0 ** min(exponents) if exponents else 0.0
+
+
 def metric_of(row: Dict[str, object]) -> Optional[Tuple[str, bool]]:
     for name, lower_is_better in METRICS:
         if isinstance(row.get(name), (int, float)):
@@ -55,10 +74,12 @@ def result_rows(records: Iterable[dict]) -> Iterator[Tuple[dict, dict]]:
             yield rec, item
 
 
-def aggregate(records: Iterable[dict]) -> List[Dict[str, object]]:
-    """One row per (point, result row) over the successful repeats."""
+def aggregate(records: Iterable[dict], with_samples: bool = False) -> List[Dict[str, object]]:
+    """One row per (point, result row) over the successful repeats; ``with_samples`` keeps the
+    repeats' values (``samples``) for decisions that need them."""
     groups: Dict[tuple, Dict[str, object]] = {}
     samples: Dict[tuple, List[float]] = {}
+    by_metric: Dict[str, List[float]] = {}
     for rec, item in result_rows(records):
         if item.get("status", "ok") != "ok":
             continue
@@ -67,18 +88,28 @@ def aggregate(records: Iterable[dict]) -> List[Dict[str, object]]:
             continue
         key = (rec["point_id"],) + tuple(item.get(k) for k in ROW_KEYS)
         if key not in groups:
+            ranks = rec.get("ranks")
             groups[key] = {
                 "point_id": rec["point_id"],
                 **{k: item.get(k) for k in ROW_KEYS if item.get(k) is not None},
                 **rec.get("params", {}),
                 "metric": metric[0],
                 "lower_is_better": metric[1],
+                "oversubscribed": False,
+                "job_ranks": ranks,
+                "subrun": bool(ranks and item.get("np") and int(item["np"]) < int(ranks)),
             }
             samples[key] = []
-        samples[key].append(float(item[metric[0]]))
+        groups[key]["oversubscribed"] = bool(groups[key]["oversubscribed"]
+                                             or rec.get("oversubscribed"))
+        value = float(item[metric[0]])
+        samples[key].append(value)
+        by_metric.setdefault(metric[0], []).append(value)
+    quantum = {name: print_quantum(values) for name, values in by_metric.items()}
     out = []
     for key, row in groups.items():
         s = summarize(samples[key])
         out.append({**row, "n": s.n, "trimmed_mean": s.trimmed_mean, "median": s.median,
-                    "min": s.min, "max": s.max})
+                    "min": s.min, "max": s.max, "quantum": quantum[str(row["metric"])],
+                    **({"samples": samples[key]} if with_samples else {})})
     return out

@@ -15,9 +15,10 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
 import commstack
+from commstack import flavours
 from commstack.launch.stack import ResolvedStack
 
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "KEY", "CREDENTIAL",
@@ -88,15 +89,6 @@ def executable_spack_spec(executable: str) -> Optional[dict]:
     return found[0] if found else None
 
 
-VERSION_TOOLS = {
-    "openmpi": [("ompi_info.txt", ["ompi_info", "--parsable"])],
-    "intelmpi": [("version.txt", ["{launcher}", "-V"]), ("impi_info.txt", ["impi_info"])],
-    "mpich": [("mpichversion.txt", ["mpichversion"])],
-    "cray-mpich": [],
-    "gasnet": [],  # each GASNet-EX test prints its build configuration (kept in the record)
-}
-
-
 def mpi_info(stack: ResolvedStack) -> Dict[str, str]:
     """Version text of the stack's MPI (and UCX), keyed by output file name."""
     env = stack.full_env()
@@ -105,7 +97,8 @@ def mpi_info(stack: ResolvedStack) -> Dict[str, str]:
     launcher = Path(stack.launcher).name
     suffix = launcher[len("mpirun"):] if launcher.startswith("mpirun.") else ""
     out: Dict[str, str] = {}
-    for name, (tool, *args) in VERSION_TOOLS[stack.flavour]:
+    for version_tool in flavours.get(stack.flavour).version_tools:
+        name, (tool, *args) = version_tool.file, version_tool.argv
         if tool == "{launcher}":
             exe = stack.launcher
         else:
@@ -150,11 +143,16 @@ def session_info(stacks: Iterable[ResolvedStack], executables: Iterable[str], re
     }
 
 
-def topology_xml() -> Optional[str]:
+def topology_xml() -> Tuple[Optional[str], str]:
+    """hwloc's XML of this node, and what a record says about it: where it was captured from,
+    or why it was not (then the XML is None)."""
     exe = shutil.which("lstopo-no-graphics") or shutil.which("lstopo")
     if not exe:
-        return None
-    return _capture([exe, "--of", "xml", "-"])
+        return None, "not captured (lstopo not found; install hwloc)"
+    text = _capture([exe, "--of", "xml", "-"])
+    if not text.lstrip().startswith("<?xml"):
+        return None, f"not captured ({Path(exe).name} failed: {text.strip()[:200]})"
+    return text, f"captured by {Path(exe).name}"
 
 
 # --- per record: what UCX said about the variables -----------------------------------------
@@ -163,12 +161,38 @@ _ENDPOINT = re.compile(r"\[[\d.]+\]\s+\[[^:\]]+:(\d+)\s*:\d+\].*ep_cfg\[\d+\]:\s
 _REPORTED = re.compile(r"\[[\d.]+\]\s+\[[^:\]]+:(\d+)\s*:\d+\].*UCX_\* env variables:\s*(.*)$", re.M)
 
 
-def ucx_report(env: Dict[str, str], output: str, known: Optional[set]) -> dict:
-    """UCX variables set for a point, which UCX did not recognise, and what the ranks reported."""
-    in_effect = {k: v for k, v in env.items() if k.startswith("UCX_")}
+def ucx_evidence(flavour: str, env: Dict[str, str], output: str,
+                 conduit: Optional[str] = None) -> Optional[str]:
+    """Why we know the run used UCX (so UCX read its UCX_* variables), or None: UCX's own output,
+    or what the flavour was told to use and fails without (commstack.flavours)."""
+    if _REPORTED.search(output) or _UNUSED.search(output):
+        return "UCX printed its variables in the run's output"
+    return flavours.get(flavour).ucx_evidence(env, conduit) if flavour else None
+
+
+def ucx_report(env: Dict[str, str], output: str, known: Optional[set],
+               flavour: str = "", conduit: Optional[str] = None) -> dict:
+    """UCX variables set for a point: those confirmed in effect, those UCX did not recognise,
+    those set but unchecked (with why), and what the ranks reported.
+
+    A variable is "in effect" only when the run used UCX (``ucx_evidence``), this UCX's
+    ``ucx_info -c -a`` lists it and UCX did not call it unused; a name ``ucx_info`` does not
+    list is "unrecognised" whether or not the run used UCX."""
+    set_vars = {k: v for k, v in env.items() if k.startswith("UCX_")}
     unused = sorted({name for m in _UNUSED.finditer(output)
                      for name in re.findall(r"UCX_[A-Z0-9_]+", m.group(1))})
-    unknown = sorted(k for k in in_effect if known is not None and k not in known)
+    evidence = ucx_evidence(flavour, env, output, conduit)
+    unknown = sorted(k for k in set_vars if known is not None and k not in known)
+    unrecognised = sorted(set(unused) | set(unknown))
+    if not set_vars:
+        unchecked_reason = None
+    elif not evidence:
+        unchecked_reason = "no evidence that this run used UCX (the stack may not use it)"
+    elif known is None:
+        unchecked_reason = "ucx_info not found: variable names could not be checked"
+    else:
+        unchecked_reason = None
+    confirmed = not unchecked_reason
     by_rank = {}
     for m in _REPORTED.finditer(output):
         pairs = dict(item.split("=", 1) for item in m.group(2).split() if "=" in item)
@@ -177,8 +201,12 @@ def ucx_report(env: Dict[str, str], output: str, known: Optional[set]) -> dict:
     for m in _ENDPOINT.finditer(output):
         endpoints.setdefault(m.group(1), []).append(m.group(2).strip())
     return {
-        "in_effect": in_effect,
-        "unrecognised": sorted(set(unused) | set(unknown)),
+        "set": set_vars,
+        "uses_ucx": evidence,  # why we know UCX ran, or None
+        "in_effect": {k: v for k, v in set_vars.items() if confirmed and k not in unrecognised},
+        "unrecognised": unrecognised,
+        "unchecked": {k: v for k, v in set_vars.items() if not confirmed and k not in unrecognised},
+        "unchecked_reason": unchecked_reason,
         "unused_reported": unused,
         "reported_by_process": by_rank,  # UCX_LOG_LEVEL=info: "UCX_* env variables: ..."
         "endpoints_by_process": endpoints,  # UCX_LOG_LEVEL=info: "ep_cfg[N]: tag(self/memory ...)"

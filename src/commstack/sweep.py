@@ -7,8 +7,11 @@ drift of the machine spreads over all points instead of biasing one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
+import json
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -20,13 +23,19 @@ import commstack
 from commstack import provenance
 from commstack.benchmarks import registry
 from commstack.launch import runner
-from commstack.launch.command import LaunchCommand, local_command
+from commstack.launch.command import (
+    LaunchCommand,
+    benchmark_argv,
+    local_command,
+    machine_launcher,
+)
 from commstack.launch.slurm import Allocation, allocation_lost, srun_command, step_provenance
 from commstack.launch.stack import ResolvedStack, StackError, resolve
 from commstack.machine import Machine
 from commstack.matrix.expand import expand
 from commstack.matrix.model import Matrix, Point
 from commstack.parsers.errors import ParseError
+from commstack.placement.check import CONTRADICTS, MISMATCH_STATUS, record_placement
 from commstack.store import campaign as store
 from commstack.store.campaign import Campaign
 from commstack.store.files import write_new, write_new_json
@@ -65,7 +74,7 @@ def prepare(matrix: Matrix, machine: Optional[Machine] = None,
     for name in sorted({p.get("stack") for p in points}):
         stack = matrix.stacks[name]
         try:
-            resolved[name] = resolve(stack)
+            resolved[name] = resolve(stack, machine_launcher(machine, stack.flavour, allocation))
         except StackError as exc:
             if not stack.optional:
                 raise
@@ -80,7 +89,7 @@ def prepare(matrix: Matrix, machine: Optional[Machine] = None,
             if allocation is not None:
                 command = srun_command(point, matrix.benchmark, resolved[name], machine, allocation)
             else:
-                command = local_command(point, matrix.benchmark, resolved[name])
+                command = local_command(point, matrix.benchmark, resolved[name], machine=machine)
         except StackError as exc:
             if not matrix.stacks[name].optional:
                 raise
@@ -88,6 +97,33 @@ def prepare(matrix: Matrix, machine: Optional[Machine] = None,
             continue
         plan.points.append(PreparedPoint(point, resolved[name], command))
     return plan
+
+
+def skipped_points(matrix: Matrix, points: List[Point], machine: Optional[Machine] = None
+                   ) -> Dict[str, str]:
+    """Point id -> why `run` skips it on this machine: an optional stack whose launcher or
+    benchmark executable is missing (the same rule as ``prepare``, without building commands;
+    the launcher as a local run finds it, machine.yaml's when it names one)."""
+    stacks: Dict[str, "ResolvedStack | str"] = {}
+    reasons: Dict[str, str] = {}
+    for point in points:
+        stack = matrix.stacks[point.get("stack")]
+        if not stack.optional:
+            continue
+        if stack.name not in stacks:
+            try:
+                stacks[stack.name] = resolve(stack, machine_launcher(machine, stack.flavour, None))
+            except StackError as exc:
+                stacks[stack.name] = str(exc)
+        found = stacks[stack.name]
+        if isinstance(found, str):
+            reasons[point.id] = found
+            continue
+        try:
+            benchmark_argv(point, matrix.benchmark, found)
+        except StackError as exc:
+            reasons[point.id] = str(exc)
+    return reasons
 
 
 @dataclass
@@ -193,7 +229,10 @@ def run_sweep(
         result.interrupted = True
     finally:
         signal.signal(signal.SIGTERM, old_term)
-        write_records_csv(campaign.root, campaign.records())
+        # records.csv is derived (the next run writes it again): when the sweep is already
+        # failing (a full disk), failing to write it must not hide that error.
+        with contextlib.suppress(*((OSError,) if sys.exc_info()[0] else ())):
+            write_records_csv(campaign.root, campaign.records())
     return result
 
 
@@ -254,14 +293,26 @@ def _start_session(campaign: Campaign, plan: Plan) -> Path:
     executables = {p.command.executable for p in plan.points}
     info = provenance.session_info(stacks, executables, REPO_ROOT, plan.matrix.path)
     info["matrix_sha256"] = plan.matrix.sha256
+    xml, info["topology"] = provenance.topology_xml()
     write_new_json(session / "provenance.json", info)
-    xml = provenance.topology_xml()
     if xml:
         write_new(session / "topology.xml", xml.encode())
     for stack in stacks:
         for name, text in provenance.mpi_info(stack).items():
             write_new(session / f"{stack.name}.{name}", text.encode())
     return session
+
+
+@functools.lru_cache(maxsize=None)
+def _topology_note(session: Path) -> str:
+    """Where this run's node topology is, or why there is none (sessions/<id>/provenance.json)."""
+    if (session / "topology.xml").is_file():
+        return f"sessions/{session.name}/topology.xml"
+    try:
+        note = json.loads((session / "provenance.json").read_text()).get("topology")
+    except (OSError, ValueError):
+        note = None
+    return note or "not captured"
 
 
 def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt: store.Attempt,
@@ -295,6 +346,11 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
                 status = "interrupted"
                 notes.append("the Slurm allocation ended under this run")
             both = text + "\n" + err_text
+            placement = record_placement(command.expected, both, session / "topology.xml")
+            if status == "ok" and placement and placement["verdict"] == CONTRADICTS:
+                # The numbers are real, but not of the placement the point names.
+                status = MISMATCH_STATUS
+                notes.append(f"placement {placement['summary']}")
             record = {
                 "schema": 1,
                 "campaign": campaign.name,
@@ -314,6 +370,7 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
                 "ranks": command.ranks,
                 "nodes": point.get("nodes", 1),
                 "oversubscribed": command.oversubscribed,
+                "placement": placement,
                 "status": status,
                 "exit_code": outcome.exit_code,
                 "timeout_s": timeout or matrix.timeout,
@@ -324,8 +381,10 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
                 "parse_error": error,
                 "notes": notes,
                 "build_config": built,
-                "ucx": provenance.ucx_report(command.full_env(), both, known_ucx),
+                "ucx": provenance.ucx_report(command.full_env(), both, known_ucx,
+                                             prepared.stack.flavour, prepared.stack.stack.conduit),
                 "session": session.name,
+                "topology": _topology_note(session),
                 "slurm": _slurm_provenance(allocation, command, err_text) if allocation else None,
                 "stdout": "stdout.txt",
                 "stderr": "stderr.txt",

@@ -5,7 +5,9 @@
 # Run as root; needs slurmctld slurmd slurm-client munge (Debian), iproute2 and util-linux.
 # Recipe and pitfalls: ../shared/research/slurm_local.md (section 5b). Stop with slurm-down.sh.
 set -euo pipefail
-N=${N:-3}; CPUS=${CPUS:-4}; NET=${NET:-10.77.0}; BR=${BR:-slbr0}
+# CPUS: per node, the real cores by default. task/affinity binds each task to its cores (and
+# prints srun --cpu-bind=verbose reports), which fails on CPUs the machine does not have.
+N=${N:-3}; CPUS=${CPUS:-$(nproc)}; NET=${NET:-10.77.0}; BR=${BR:-slbr0}
 if ip link show "$BR" >/dev/null 2>&1; then
     echo "slurm-up: $BR exists: a cluster is already up (run slurm-down.sh first)" >&2
     exit 1
@@ -35,7 +37,7 @@ AuthType=auth/munge
 CredType=cred/munge
 MpiDefault=none
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=task/affinity
 JobAcctGatherType=jobacct_gather/linux
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
@@ -64,11 +66,18 @@ done
 echo "PartitionName=debug Nodes=n[1-$N] Default=YES MaxTime=60 State=UP"
 } > /etc/slurm/slurm.conf
 install -d -o munge -g munge -m 0755 /run/munge
+install -d -o slurm -g slurm -m 0755 /run/slurm /var/lib/slurm/slurmctld /var/log/slurm
 if [ ! -s /etc/munge/munge.key ]; then mungekey --create --force; fi
 chown munge:munge /etc/munge/munge.key; chmod 0400 /etc/munge/munge.key
-munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 || runuser -u munge -- /usr/sbin/munged --force
+# A munged already running (a system service) is used and left alone; one started here is
+# recorded in /run/slurm/munged.pid so that slurm-down.sh stops it.
+if ! munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then
+    rm -f /run/munge/munged.pid  # a stale one would be copied below
+    runuser -u munge -- /usr/sbin/munged --force
+    for _ in $(seq 50); do [ -s /run/munge/munged.pid ] && break; sleep 0.1; done
+    cp /run/munge/munged.pid /run/slurm/munged.pid
+fi
 for _ in $(seq 50); do munge -n </dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
-install -d -o slurm -g slurm -m 0755 /run/slurm /var/lib/slurm/slurmctld /var/log/slurm
 # Job ids restart at 1 only together with fresh slurmd spools (stale pmix sockets otherwise).
 /usr/sbin/slurmctld
 for i in $(seq 1 "$N"); do

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from types import ModuleType
 from typing import List, Optional
 
 from commstack import __version__
@@ -15,16 +16,35 @@ COMMANDS["import"] = import_
 COMMANDS["compare"] = compare
 COMMANDS["tune"] = tune
 
+EXIT_STATUS = """\
+exit status:
+  0    success
+  1    compare: a regression
+  2    a user error (bad matrix, missing file or binary); nothing was launched
+  3    some runs failed (each is recorded)
+  4    a file could not be written or read (disk full, permission denied); every run
+       recorded so far is kept: fix the cause and run the same command again to resume
+  130  interrupted; run the same command again to resume
+"""
+# An error message line longer than this is cut: errors quote excerpts, never whole values.
+MAX_LINE = 1000
+
+
+def summary(module: ModuleType) -> str:
+    """A subcommand's one-line help: the first paragraph of its docstring, unwrapped."""
+    return " ".join((module.__doc__ or "").strip().split("\n\n")[0].split())
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="commstack", description="Sweep MPI benchmarks over communication stacks and knobs."
+        prog="commstack", description="Sweep MPI benchmarks over communication stacks and knobs.",
+        epilog=EXIT_STATUS, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"commstack {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module in COMMANDS.items():
-        module.register(sub.add_parser(name, help=module.__doc__.strip().splitlines()[0],
-                                       description=module.__doc__))
+        module.register(sub.add_parser(name, help=summary(module), description=module.__doc__,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter))
     return parser
 
 
@@ -37,10 +57,19 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # user errors: one clear line, non-zero exit
-        from commstack.errors import USER_ERRORS
+    except Exception as exc:  # user and system errors: one clear sentence, a documented status
+        from commstack import errors
 
-        if isinstance(exc, USER_ERRORS):
-            print(f"commstack {args.command}: error: {exc}", file=sys.stderr)
-            return 2
-        raise
+        if isinstance(exc, errors.USER_ERRORS):
+            _error(args.command, str(exc))
+            return errors.USER_ERROR_EXIT
+        if errors.is_system_error(exc):
+            _error(args.command, errors.describe_system_error(exc, args.command))
+            return errors.SYSTEM_ERROR_EXIT
+        raise  # a bug: keep the traceback
+
+
+def _error(command: str, message: str) -> None:
+    lines = [line if len(line) <= MAX_LINE else f"{line[:MAX_LINE]}… ({len(line)} characters)"
+             for line in message.splitlines()]
+    print(f"commstack {command}: error: " + "\n".join(lines), file=sys.stderr)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, List
 
 from commstack.errors import CampaignError
 from commstack.matrix.model import Matrix
@@ -71,6 +72,29 @@ def point_filter(args: argparse.Namespace, matrix: Matrix):
 
 
 def existing_campaign(path: Path) -> Path:
-    if not (path / "campaign.json").is_file():
-        raise CampaignError(f"{path} is not a campaign directory (no campaign.json)")
-    return path
+    """``path`` if it is a campaign; else an error naming the campaigns found under it."""
+    if (path / "campaign.json").is_file():
+        return path
+    if not path.is_dir():
+        raise CampaignError(f"{path}: no such directory")
+    found = campaigns_under(path)
+    if not found:
+        raise CampaignError(f"{path} is not a campaign directory (no campaign.json) and holds "
+                            "no campaign")
+    names = [p.relative_to(path).as_posix() for p in found]
+    shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+    root = min((p.parent.parent for p in found), key=lambda p: len(p.parts))  # <machine>/<name>
+    raise CampaignError(f"{path} is not a campaign but holds {len(found)}: {shown}; give one "
+                        f"(e.g. {found[0]}) or index them all with "
+                        f"`commstack report --index {root}`")
+
+
+def campaigns_under(path: Path) -> List[Path]:
+    """Campaign directories below ``path`` (not looking inside a campaign's points)."""
+    found: List[Path] = []
+    for here, dirs, files in os.walk(path):
+        if "campaign.json" in files:
+            found.append(Path(here))
+            dirs[:] = [d for d in dirs if d not in ("points", "sessions", "report", "jobs")]
+        dirs.sort()
+    return sorted(found)

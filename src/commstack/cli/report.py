@@ -1,6 +1,6 @@
 """Write report.md with tables and plots for a campaign (aggregated over repeats).
 
-  commstack report results/<machine>/<campaign> [--default NAME=VALUE ...] [--with CAMPAIGN ...]
+  commstack report results/<machine>/<campaign> [--with CAMPAIGN ...]
   commstack report --index results      # results/README.md: one line per campaign
 """
 
@@ -15,9 +15,6 @@ from commstack.errors import CampaignError
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("campaign", type=Path, nargs="?", help="results/<machine>/<campaign>")
-    p.add_argument("--default", action="append", default=[], metavar="NAME=VALUE",
-                   help="the default value of a swept parameter, for tuned vs default "
-                        "(repeatable; auto/default/empty values count as default anyway)")
     p.add_argument("--with", dest="others", action="append", default=[], type=Path,
                    metavar="CAMPAIGN",
                    help="another campaign whose records join the study sections (GASNet-EX "
@@ -35,14 +32,8 @@ def execute(args: argparse.Namespace) -> int:
             return 0
     if args.campaign is None:
         raise CampaignError("give a campaign directory (or --index RESULTS)")
-    defaults = {}
-    for item in args.default:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise CampaignError(f"--default {item!r}: expected NAME=VALUE")
-        defaults[name] = value
     from commstack.report.markdown import write_report
 
     others = [existing_campaign(o) for o in args.others]
-    print(write_report(existing_campaign(args.campaign), defaults, others))
+    print(write_report(existing_campaign(args.campaign), others))
     return 0

@@ -15,7 +15,8 @@ def register(p: argparse.ArgumentParser) -> None:
     add_matrix_arguments(p)
     p.add_argument("--dry-run", action="store_true", help="print the plan, launch nothing")
     p.add_argument("--retry-failed", action="store_true",
-                   help="run again points whose last attempt failed (crash, timeout, parse error)")
+                   help="run again points whose last attempt failed (crash, timeout, parse error, "
+                        "placement mismatch)")
     p.add_argument("--report", action="store_true", help="write the report when the sweep ends")
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="run up to K points side by side (small points sharing an allocation)")

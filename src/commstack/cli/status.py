@@ -1,4 +1,4 @@
-"""Show per point and repeat what is done, failed, running or pending in a campaign."""
+"""Show per point and repeat what is done, failed, running, pending or skipped in a campaign."""
 
 from __future__ import annotations
 
@@ -7,9 +7,15 @@ from collections import Counter
 from pathlib import Path
 
 from commstack.cli.common import existing_campaign
+from commstack.machine import find_machine
 from commstack.matrix.expand import expand
 from commstack.matrix.load import load_matrix
 from commstack.store.campaign import Campaign
+from commstack.sweep import skipped_points
+
+SKIPPED = "skipped"
+STATES = ("done", "failed", "running", "pending", SKIPPED)
+LEGEND = "legend: d done, f failed, r running, p pending, s skipped (one letter per repeat)"
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -23,15 +29,26 @@ def execute(args: argparse.Namespace) -> int:
     campaign = Campaign(existing_campaign(args.campaign))
     matrix_path = args.matrix or _last_matrix(campaign)
     matrix = load_matrix(matrix_path)
+    points = expand(matrix)
+    skipped = skipped_points(matrix, points, find_machine(campaign.machine, matrix_path.parent))
     totals: Counter = Counter()
-    for point in expand(matrix):
+    if args.verbose:
+        print(LEGEND)
+    for point in points:
         states = [campaign.state(point.id, r) for r in range(1, matrix.repeats + 1)]
+        # A run that `run` skips here (optional stack without its binaries) is not pending;
+        # one that ran before, where the binaries were found, keeps its state.
+        states = [SKIPPED if s == "pending" and point.id in skipped else s for s in states]
         totals.update(states)
         if args.verbose:
             params = " ".join(f"{k}={v}" for k, v in point.params)
             print(f"{point.id}  {' '.join(s[0] for s in states)}  {params}")
-    summary = ", ".join(f"{totals[s]} {s}" for s in ("done", "failed", "running", "pending"))
-    print(f"{campaign.root}: {summary} (of {sum(totals.values())} runs)")
+    total = sum(totals.values())
+    summary = ", ".join(f"{totals[s]} {s}" for s in STATES if s != SKIPPED or totals[s])
+    to_do = f"; {total - totals[SKIPPED]} to do here, as `plan` counts" if totals[SKIPPED] else ""
+    print(f"{campaign.root}: {summary} (of {total} runs{to_do})")
+    for why, count in Counter(skipped[p.id] for p in points if p.id in skipped).items():
+        print(f"  skipped: {count} points x {matrix.repeats} repeats: {why}")
     _print_jobs(campaign)
     return 0 if totals["failed"] == 0 else 3
 

@@ -1,5 +1,7 @@
-"""Submit a matrix to Slurm: a batch job per node-count group (or job arrays); --resume
-resubmits what is not done."""
+"""Submit a matrix to Slurm as batch jobs; --resume resubmits what is not done.
+
+One batch job per node-count group, or job arrays.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""Tune runtime settings with the Oracle study's staged method: each step is a sweep whose
-winner is fixed into the next; writes ucx.env, mca-params.conf and a decisions table."""
+"""Tune runtime settings step by step, with the Oracle study's staged method.
+
+Each step is a sweep whose winner is fixed into the next; writes ucx.env, mca-params.conf and a
+decisions table.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Turn a point into the exact launch command: argv plus the environment it sets.
 
-Each flavour's launcher spells rank count, placement and exported variables differently;
-this module is the only place that knows those spellings for local runs.
+What each flavour's launcher makes of ranks, placement and exported variables is the flavour
+module's (commstack.flavours); this module gathers a point's values and the machine's facts.
 """
 
 from __future__ import annotations
@@ -9,20 +9,16 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Optional
 
+from commstack import flavours
 from commstack.benchmarks.registry import Benchmark
+from commstack.flavours import Flavour, FlavourError, Placement, Request
 from commstack.launch.stack import ResolvedStack, apply_env
+from commstack.machine import Machine
 from commstack.matrix import parameters as P
 from commstack.matrix.model import Point
-
-# block: consecutive ranks fill one NUMA domain first; cyclic: round-robin over NUMA domains.
-OPENMPI_MAPPING = {"block": ["--map-by", "core"], "cyclic": ["--map-by", "numa"]}
-MPICH_MAPPING = {"block": ["-map-by", "core"], "cyclic": ["-map-by", "numa"]}
-INTELMPI_MAPPING = {
-    "block": {"I_MPI_PIN_DOMAIN": "core", "I_MPI_PIN_ORDER": "compact"},
-    "cyclic": {"I_MPI_PIN_DOMAIN": "core", "I_MPI_PIN_ORDER": "scatter"},
-}
+from commstack.placement.model import Expected
 
 
 class LaunchError(ValueError):
@@ -37,6 +33,7 @@ class LaunchCommand:
     oversubscribed: bool = False
     ranks: int = 1
     executable: str = ""  # the benchmark binary (absolute path)
+    expected: Optional[Expected] = None  # what placement the run must show (checked after it)
 
     def full_env(self) -> Dict[str, str]:
         return apply_env(os.environ, self.env, self.prepends)
@@ -77,18 +74,37 @@ def benchmark_argv(point: Point, benchmark: Benchmark, stack: ResolvedStack) -> 
     return argv
 
 
-def gasnet_spawn(stack: ResolvedStack, ranks: int) -> List[str]:
-    """A GASNet-EX conduit's spawner on this node: amudprun forks udp processes locally;
-    gasnetrun_<conduit> takes -n for every other conduit."""
-    if os.path.basename(stack.launcher).startswith("amudprun"):
-        return [stack.launcher, "-np", str(ranks), "-spawn", "L"]
-    return [stack.launcher, "-n", str(ranks)]
+def machine_launcher(machine: Optional[Machine], flavour: str, allocation: object) -> Optional[str]:
+    """machine.yaml's launcher for a flavour on this node (launchers.<flavour>.command), when
+    launching locally (no ``allocation``) and it is not srun."""
+    command = ((machine.launcher(flavour) if machine else None) or {}).get("command")
+    return command if allocation is None and command not in (None, "srun") else None
+
+
+def placement_for(point: Point, stack: ResolvedStack, machine: Optional[Machine]) -> Placement:
+    """The point's mapping as the stack's flavour is told it: machine.yaml first, then the
+    flavour's built-in placement."""
+    flavour = flavours.get(stack.flavour)
+    mapping = point.get("mapping")
+    declared = machine.flavour_placement(flavour.name, mapping) if machine and mapping else None
+    try:
+        return flavour.placement(mapping, declared)
+    except FlavourError as exc:
+        raise LaunchError(f"point {point.id}: stack {stack.name!r}: {exc}") from None
+
+
+def expected(flavour: Flavour, req: Request, *more_reports: str,
+             node_order: Optional[str] = None) -> Expected:
+    reports = tuple(r for r in (flavour.binding_report, *more_reports) if r)
+    return Expected(req.mapping, req.ranks_per_node, req.nodes, req.oversubscribed, reports,
+                    node_order)
 
 
 def local_command(
-    point: Point, benchmark: Benchmark, stack: ResolvedStack, cores: int = 0
+    point: Point, benchmark: Benchmark, stack: ResolvedStack, cores: int = 0,
+    machine: Optional[Machine] = None,
 ) -> LaunchCommand:
-    """The mpirun/mpiexec command for a point on this node."""
+    """The flavour's launcher for a point on this node."""
     nodes = int(point.get("nodes", 1))
     if nodes != 1:
         raise LaunchError(
@@ -104,41 +120,19 @@ def local_command(
             f"point {point.id}: {ranks} ranks on {cores} cores needs oversubscription, "
             "but oversubscribe is false"
         )
-
+    flavour = flavours.get(stack.flavour)
+    if not flavour.launches_locally:
+        raise LaunchError(
+            f"point {point.id}: stack {stack.name!r} is {flavour.name}, which is launched with "
+            "srun inside a Slurm allocation, not locally"
+        )
+    req = Request(ranks, 1, point.get("mapping"), oversubscribed, os.geteuid() == 0,
+                  stack.stack.conduit)
+    placement = placement_for(point, stack, machine)
     argv_bench = benchmark_argv(point, benchmark, stack)
     env = stack.env_delta()
     env.update(point_env(point, benchmark))
-    mapping = point.get("mapping")
-    flavour = stack.flavour
-
-    if flavour == "openmpi":
-        argv = [stack.launcher, "-np", str(ranks)]
-        if os.geteuid() == 0:
-            argv.append("--allow-run-as-root")
-        if oversubscribed:
-            argv.append("--oversubscribe")
-        if mapping:
-            spec = OPENMPI_MAPPING[mapping]
-            argv += [spec[0], spec[1] + (":OVERSUBSCRIBE" if oversubscribed else "")]
-            argv += ["--bind-to", "core:overload-allowed" if oversubscribed else "core"]
-        for name in sorted(env):
-            argv += ["-x", name]
-    elif flavour == "gasnet":
-        if mapping:
-            raise LaunchError(f"point {point.id}: mapping is not available for GASNet-EX stacks "
-                              "(set GASNET_ placement variables instead)")
-        argv = gasnet_spawn(stack, ranks)
-    elif flavour in ("intelmpi", "mpich"):
-        argv = [stack.launcher, "-n", str(ranks), "-ppn", str(ranks)]
-        if mapping and flavour == "intelmpi":
-            env.update(INTELMPI_MAPPING[mapping])
-        elif mapping:
-            argv += ["-bind-to", "core", *MPICH_MAPPING[mapping]]
-    else:
-        raise LaunchError(
-            f"point {point.id}: stack {stack.name!r} is {flavour}, which is launched with srun "
-            "inside a Slurm allocation, not locally"
-        )
-    argv += list(stack.stack.launcher_args)
-    return LaunchCommand(argv + argv_bench, env, stack.prepends(), oversubscribed, ranks,
-                         executable=argv_bench[0])
+    launch = flavour.local(stack.launcher, req, placement, env)
+    argv = launch.argv + list(stack.stack.launcher_args)
+    return LaunchCommand(argv + argv_bench, launch.env, stack.prepends(), oversubscribed, ranks,
+                         executable=argv_bench[0], expected=expected(flavour, req))

@@ -1,9 +1,11 @@
 """Launching points inside a Slurm allocation with srun.
 
 Inside an allocation (SLURM_JOB_ID set) every point becomes one job step:
-``srun --mpi=<pmix|pmi2> -N <nodes> --ntasks-per-node=<r> -n <nodes*r> --cpu-bind=cores
---distribution=<block|cyclic>...`` using the machine's facts (site-configs/<machine>/machine.yaml).
-Points needing fewer nodes than allocated run on a subset (Slurm picks the nodes).
+``srun --mpi=<plugin> -N <nodes> --ntasks-per-node=<r> -n <nodes*r> --cpu-bind=verbose,cores
+--distribution=<block|cyclic>...`` using the machine's facts (site-configs/<machine>/machine.yaml)
+and the flavour's (commstack.flavours): its --mpi plugin, its placement variables, or its own
+launcher when machine.yaml names one. Points needing fewer nodes than allocated run on a subset
+(Slurm picks the nodes).
 """
 
 from __future__ import annotations
@@ -15,25 +17,23 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+from commstack import flavours
 from commstack.benchmarks.registry import Benchmark
+from commstack.flavours import Flavour, Placement, Request
 from commstack.launch.command import (
     LaunchCommand,
     LaunchError,
     benchmark_argv,
-    gasnet_spawn,
+    expected,
+    placement_for,
     point_env,
 )
 from commstack.launch.stack import ResolvedStack
 from commstack.machine import Machine
 from commstack.matrix.model import Point
 
-# --mpi plugin per flavour when the machine does not say: Debian/most builds of Open MPI speak
-# PMIx; MPICH and Intel MPI speak PMI2 (Intel MPI also needs I_MPI_PMI_LIBRARY, a machine fact).
-# GASNet-EX network conduits (ibv, ofi, ucx, mpi) start under srun through PMI as well.
-DEFAULT_MPI_PLUGIN = {"openmpi": "pmix", "mpich": "pmi2", "intelmpi": "pmi2",
-                      "cray-mpich": "cray_shasta", "gasnet": "pmi2"}
-# Conduits whose processes share one node and are spawned by the conduit's own launcher.
-NODE_LOCAL_CONDUITS = ("smp", "udp")
+# srun's own report of each task's binding ("cpu-bind=MASK - n1, task 0 0 [pid]: mask 0x1 set").
+SRUN_BINDING = "--cpu-bind=verbose,cores"
 DEFAULT_DISTRIBUTION = {"block": ["--distribution=block:block"], "cyclic": ["--distribution=cyclic:cyclic"]}
 _TIME_LEFT = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$")
 
@@ -94,71 +94,82 @@ def srun_command(point: Point, benchmark: Benchmark, stack: ResolvedStack,
         raise LaunchError(f"point {point.id}: nodes={nodes}, but the allocation has "
                           f"{len(allocation.nodes)} ({','.join(allocation.nodes)})")
     per_node = int(point.get("ranks_per_node", 2))
-    if stack.stack.conduit in NODE_LOCAL_CONDUITS:
-        return node_local_gasnet(point, benchmark, stack, machine, nodes, per_node)
-    launcher = (machine.launcher(stack.flavour) if machine else None) or {}
+    flavour = flavours.get(stack.flavour)
+    mapping = point.get("mapping")
+    req = Request(per_node, nodes, mapping, False, os.geteuid() == 0, stack.stack.conduit)
+    placement = placement_for(point, stack, machine)
+    if stack.stack.conduit in flavour.node_local_conduits:
+        return node_local(point, benchmark, stack, machine, flavour, req, placement)
+    launcher = (machine.launcher(flavour.name) if machine else None) or {}
+    env = _environment(point, benchmark, stack, machine, launcher)
     command = launcher.get("command", "srun")
     if command != "srun":
-        return mpirun_in_allocation(point, benchmark, stack, launcher, nodes, per_node)
-    args = list(launcher.get("args") or [f"--mpi={DEFAULT_MPI_PLUGIN[stack.flavour]}"])
+        return mpirun_in_allocation(point, benchmark, stack, launcher, flavour, req, placement, env)
+    args = list(launcher.get("args") or [f"--mpi={flavour.srun_plugin}"])
     argv = ["srun", "-v", *args, "-N", str(nodes), f"--ntasks-per-node={per_node}",
-            "-n", str(nodes * per_node), "--cpu-bind=cores", "--kill-on-bad-exit=1"]
-    mapping = point.get("mapping")
+            "-n", str(nodes * per_node), SRUN_BINDING, "--kill-on-bad-exit=1"]
+    distribution: List[str] = []
     if mapping:
-        placement = machine.placement(mapping) if machine else {}
-        argv += placement.get("srun", DEFAULT_DISTRIBUTION[mapping])
-    argv += list(stack.stack.launcher_args)
+        declared = machine.srun_distribution(mapping) if machine else None
+        distribution = declared if declared is not None else DEFAULT_DISTRIBUTION[mapping]
+    argv += distribution + list(stack.stack.launcher_args)
     bench = benchmark_argv(point, benchmark, stack)
-    env = _environment(point, benchmark, stack, machine, launcher)
-    return LaunchCommand(argv + bench, env, stack.prepends(), False, nodes * per_node,
-                         executable=bench[0])
+    return LaunchCommand(argv + bench, flavour.srun_env(placement, env), stack.prepends(), False,
+                         nodes * per_node, executable=bench[0],
+                         expected=expected(flavour, req, "slurm",
+                                           node_order=_node_order(distribution)))
 
 
-def node_local_gasnet(point: Point, benchmark: Benchmark, stack: ResolvedStack,
-                      machine: Optional[Machine], nodes: int, per_node: int) -> LaunchCommand:
+def _node_order(args: List[str]) -> Optional[str]:
+    """block or cyclic: how srun's --distribution (or -m) deals ranks over nodes."""
+    for i, arg in enumerate(args):
+        value = arg.split("=", 1)[1] if arg.startswith("--distribution=") else (
+            args[i + 1] if arg in ("-m", "--distribution") and i + 1 < len(args) else None)
+        if value:
+            first = value.split(":")[0]
+            return first if first in ("block", "cyclic") else None
+    return None
+
+
+def node_local(point: Point, benchmark: Benchmark, stack: ResolvedStack,
+               machine: Optional[Machine], flavour: Flavour, req: Request,
+               placement: Placement) -> LaunchCommand:
     """One task on one node, with the cores of every process, running the conduit's spawner."""
-    if nodes != 1:
+    if req.nodes != 1:
         raise LaunchError(f"point {point.id}: the {stack.stack.conduit} conduit runs on one node; "
-                          f"nodes={nodes} needs a network conduit (ibv, ofi, ucx, mpi)")
-    if point.get("mapping"):
-        raise LaunchError(f"point {point.id}: mapping is not available for GASNet-EX stacks")
-    argv = ["srun", "-v", "-N", "1", "-n", "1", f"--cpus-per-task={per_node}", "--cpu-bind=none",
-            "--kill-on-bad-exit=1", *gasnet_spawn(stack, per_node), *stack.stack.launcher_args]
+                          f"nodes={req.nodes} needs a network conduit (ibv, ofi, ucx, mpi)")
+    spawn = flavour.local(stack.launcher, req, placement,
+                          _environment(point, benchmark, stack, machine, {}))
+    argv = ["srun", "-v", "-N", "1", "-n", "1", f"--cpus-per-task={req.ranks_per_node}",
+            "--cpu-bind=none", "--kill-on-bad-exit=1", *spawn.argv, *stack.stack.launcher_args]
     bench = benchmark_argv(point, benchmark, stack)
-    env = _environment(point, benchmark, stack, machine, {})
-    return LaunchCommand(argv + bench, env, stack.prepends(), False, per_node, executable=bench[0])
+    # The one srun task is the spawner, not a rank: srun's report would say nothing of ranks.
+    return LaunchCommand(argv + bench, spawn.env, stack.prepends(), False, req.ranks_per_node,
+                         executable=bench[0], expected=expected(flavour, req))
 
 
 def mpirun_in_allocation(point: Point, benchmark: Benchmark, stack: ResolvedStack,
-                         launcher: Dict, nodes: int, per_node: int) -> LaunchCommand:
+                         launcher: Dict, flavour: Flavour, req: Request, placement: Placement,
+                         env: Dict[str, str]) -> LaunchCommand:
     """The MPI's own launcher inside the allocation (it reads the node list from Slurm)."""
-    ranks = nodes * per_node
-    argv = [launcher["command"], *launcher.get("args", [])]
-    if stack.flavour == "openmpi":
-        argv += ["-np", str(ranks), "--map-by", f"ppr:{per_node}:node"]
-        if os.geteuid() == 0:
-            argv.append("--allow-run-as-root")
-    elif stack.flavour == "gasnet":  # gasnetrun_<conduit> -n <processes> -N <nodes>
-        argv += ["-n", str(ranks), "-N", str(nodes)]
-    else:
-        argv += ["-n", str(ranks), "-ppn", str(per_node)]
+    command = [launcher["command"], *launcher.get("args", [])]
+    try:
+        launch = flavour.in_allocation(command, req, placement, env)
+    except flavours.FlavourError as exc:
+        raise LaunchError(f"point {point.id}: stack {stack.name!r}: {exc}") from None
     bench = benchmark_argv(point, benchmark, stack)
-    env = _environment(point, benchmark, stack, None, launcher)
-    if stack.flavour == "openmpi":
-        for name in sorted(env):
-            argv += ["-x", name]
-    return LaunchCommand(argv + bench, env, stack.prepends(), False, ranks, executable=bench[0])
+    return LaunchCommand(launch.argv + list(stack.stack.launcher_args) + bench, launch.env,
+                         stack.prepends(), False, req.ranks, executable=bench[0],
+                         expected=expected(flavour, req))
 
 
 def _environment(point: Point, benchmark: Benchmark, stack: ResolvedStack,
                  machine: Optional[Machine], launcher: Dict) -> Dict[str, str]:
+    """Network variables, the launcher's (machine.yaml), the stack's and the point's."""
     env = dict(machine.network_env) if machine else {}
     env.update({k: str(v) for k, v in (launcher.get("env") or {}).items()})
     env.update(stack.env_delta())
     env.update(point_env(point, benchmark))
-    mapping = point.get("mapping")
-    if mapping and stack.flavour == "intelmpi" and machine:
-        env.update(machine.placement(mapping).get("intelmpi_env", {}))
     return env
 
 

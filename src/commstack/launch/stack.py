@@ -8,21 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional
 
+from commstack import flavours
 from commstack.matrix.model import Stack
-
-DEFAULT_LAUNCHER = {
-    "openmpi": "mpirun",
-    "intelmpi": "mpirun",
-    "mpich": "mpiexec",
-    "cray-mpich": "srun",
-}
 
 
 def default_launcher(stack: Stack) -> str:
     """The flavour's launcher; a GASNet-EX conduit's own spawner (amudprun for udp)."""
-    if stack.flavour == "gasnet":
-        return "amudprun" if stack.conduit == "udp" else f"gasnetrun_{stack.conduit}"
-    return DEFAULT_LAUNCHER[stack.flavour]
+    return flavours.get(stack.flavour).default_launcher(stack.conduit)
 
 
 class StackError(RuntimeError):
@@ -70,10 +62,8 @@ class ResolvedStack:
         return {k: v for k, v in (("PATH", self.bin_dirs), ("LD_LIBRARY_PATH", self.lib_dirs)) if v}
 
     def env_delta(self) -> Dict[str, str]:
-        """Plain variables this stack sets (I_MPI_ROOT and the stack's `env`)."""
-        delta: Dict[str, str] = {}
-        if self.flavour == "intelmpi" and self.stack.root:
-            delta["I_MPI_ROOT"] = self.stack.root
+        """Plain variables this stack sets (its flavour's, e.g. I_MPI_ROOT, and its `env`)."""
+        delta = flavours.get(self.flavour).stack_env(self.stack.root)
         delta.update(dict(self.stack.env))
         return delta
 
@@ -91,7 +81,9 @@ def apply_env(base: "Mapping[str, str]", env: Dict[str, str],
     return full
 
 
-def resolve(stack: Stack) -> ResolvedStack:
+def resolve(stack: Stack, machine_launcher: Optional[str] = None) -> ResolvedStack:
+    """Find the stack's directories and launcher: the stack's own `launcher`, else the machine's
+    (launchers.<flavour>.command, for launches on this node), else the flavour's default."""
     if stack.unresolved:
         raise StackError(f"stack {stack.name!r}: {stack.unresolved}")
     bin_dirs: List[str] = []
@@ -107,7 +99,7 @@ def resolve(stack: Stack) -> ResolvedStack:
         for lib in ("lib", "lib64"):
             if (root / lib).is_dir():
                 lib_dirs.append(str(root / lib))
-    launcher = stack.launcher or default_launcher(stack)
+    launcher = stack.launcher or machine_launcher or default_launcher(stack)
     path = os.pathsep.join(bin_dirs + [os.environ.get("PATH", "")])
     found = launcher if os.sep in launcher and os.access(launcher, os.X_OK) else shutil.which(
         launcher, path=path

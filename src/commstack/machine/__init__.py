@@ -6,12 +6,19 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import jsonschema
 import yaml
 
+from commstack import flavours
+from commstack.flavours import Placement
+
 _SCHEMA = json.loads(Path(__file__).with_name("schema.json").read_text())
+# launchers.<flavour> and mapping.<m>.<flavour>: the flavour names are the flavour modules'.
+for _name in flavours.names():
+    _SCHEMA["properties"]["launchers"]["properties"][_name] = {"$ref": "#/$defs/launcher"}
+    _SCHEMA["$defs"]["placement"]["properties"][_name] = {"$ref": "#/$defs/flavour_placement"}
 
 
 class MachineError(ValueError):
@@ -40,7 +47,23 @@ class Machine:
         return self.facts.get("launchers", {}).get(flavour)
 
     def placement(self, mapping: str) -> Dict[str, Any]:
+        """mapping.<mapping> as written: srun's arguments and each flavour's placement."""
         return self.facts.get("mapping", {}).get(mapping, {})
+
+    def srun_distribution(self, mapping: str) -> Optional[List[str]]:
+        """srun's arguments for a mapping (mapping.<m>.srun), or None when not declared."""
+        args = self.placement(mapping).get("srun")
+        return None if args is None else [str(a) for a in args]
+
+    def flavour_placement(self, flavour: str, mapping: str) -> Optional[Placement]:
+        """mapping.<m>.<flavour>: a list is its launcher's arguments; a mapping gives args and
+        env. None when not declared (the flavour's built-in placement applies)."""
+        declared = self.placement(mapping).get(flavour)
+        if declared is None:
+            return None
+        if isinstance(declared, list):
+            return Placement.of(declared, source="machine.yaml")
+        return Placement.of(declared.get("args", ()), declared.get("env"), source="machine.yaml")
 
     @property
     def network_env(self) -> Dict[str, str]:

@@ -71,7 +71,7 @@ def _check_flavour(matrix: Matrix, values: Dict[str, Any]) -> None:
     for name in values:
         kind = P.classify(name, matrix.benchmark)
         if not P.flavour_honours(kind, stack.flavour):
-            what = "an Open MPI MCA parameter" if kind.family == "mca" else (
+            what = f"an {P.MCA_READERS} MCA parameter" if kind.family == "mca" else (
                 f"a {kind.family}* variable, read by {', '.join(P.ENV_FAMILIES[kind.family])}"
             )
             raise MatrixError(

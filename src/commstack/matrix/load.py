@@ -9,17 +9,24 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
-from typing import Any, Dict, Iterable, List
+from typing import Any, Dict, Iterable, Iterator, List
 
 import jsonschema
 import yaml
+from jsonschema.exceptions import ValidationError
 
+from commstack import flavours
 from commstack.benchmarks import registry
+from commstack.excerpt import cut, excerpt
 from commstack.matrix import parameters as P
 from commstack.matrix.model import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, Matrix, MatrixError, Stack
 
 _SCHEMA = json.loads((Path(__file__).with_name("schema.json")).read_text())
+# The flavour and conduit names are the flavour modules'.
+_SCHEMA["$defs"]["stack"]["properties"]["flavour"]["enum"] = flavours.names()
+_SCHEMA["$defs"]["stack"]["properties"]["conduit"]["enum"] = flavours.conduits()
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -32,7 +39,12 @@ def load_matrix(path: "str | os.PathLike[str]") -> Matrix:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise MatrixError(f"{path}: not valid YAML: {exc}") from None
+        raise MatrixError(f"{path}: not valid YAML: {cut(str(exc), 1000)}") from None
+    except ValueError as exc:  # a value YAML recognises but Python cannot hold (a 5000-digit int)
+        raise MatrixError(f"{path}: a value cannot be read: {cut(str(exc).split(';')[0])}"
+                          ) from None
+    except RecursionError:
+        raise MatrixError(f"{path}: not valid YAML: lists or mappings nested too deeply") from None
     if not isinstance(data, dict):
         raise MatrixError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
     _check_schema(path, data)
@@ -57,42 +69,98 @@ def load_matrix(path: "str | os.PathLike[str]") -> Matrix:
     return matrix
 
 
+# At most this many schema errors are listed (then how many more there are).
+MAX_ERRORS = 20
+
+
 def _check_schema(path: Path, data: Dict[str, Any]) -> None:
-    validator = jsonschema.Draft202012Validator(_SCHEMA)
+    validator = _Validator(_SCHEMA)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if not errors:
         return
-    lines = [f"{path}: {_key(e.absolute_path)}: {_explain(e)}" for e in errors]
+    lines = [f"{path}: {_key(e.absolute_path)}: {_explain(e)}" for e in errors[:MAX_ERRORS]]
+    if len(errors) > MAX_ERRORS:
+        more = len(errors) - MAX_ERRORS
+        lines.append(f"{path}: ... and {more} more error{'s' * (more != 1)}")
     raise MatrixError("\n".join(lines))
 
 
 def _key(parts: Iterable[Any]) -> str:
     text = ""
     for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+        part = part if isinstance(part, int) else cut(str(part), 80)
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
     return text or "(top level)"
 
 
 def _explain(error: jsonschema.ValidationError) -> str:
+    """What is wrong, quoting at most an excerpt of the value."""
+    value = excerpt(error.instance)
     if error.validator == "additionalProperties":
         allowed = ", ".join(error.schema.get("properties", {}))
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-        return f"unknown key {', '.join(map(repr, extra))}; expected one of: {allowed}"
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
+        keys = ", ".join(excerpt(k, 80) for k in extra[:5])
+        more = f" and {len(extra) - 5} more" if len(extra) > 5 else ""
+        return f"unknown key {keys}{more}; expected one of: {allowed}"
     if error.validator == "minItems":
         return "empty list; an axis needs at least one value"
     if error.validator == "enum":
-        return f"{error.instance!r} is not one of {', '.join(map(str, error.validator_value))}"
+        return f"{value} is not one of {', '.join(map(str, error.validator_value))}"
     if error.validator == "type":
         expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
-        return f"expected {expected}, got {type(error.instance).__name__} {error.instance!r}"
-    if error.validator == "required":
-        return error.message
-    return error.message
+        return f"expected {expected}, got {type(error.instance).__name__} {value}"
+    if error.validator == "pattern":
+        return f"{value} does not match {error.validator_value}"
+    if error.validator == "oneOf":
+        return f"{value} is neither a single value nor a list of values"
+    return cut(error.message)
+
+
+def _type(validator: Any, types: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    types = types if isinstance(types, list) else [types]
+    if not any(validator.is_type(instance, t) for t in types):
+        yield ValidationError(f"{excerpt(instance)} is not of type {', '.join(map(repr, types))}")
+
+
+def _enum(validator: Any, enums: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not any(validator.evolve(schema={"const": each}).is_valid(instance) for each in enums):
+        yield ValidationError(f"{excerpt(instance)} is not one of {enums!r}")
+
+
+def _one_of(validator: Any, one_of: Any, instance: Any, schema: Any
+            ) -> Iterator[ValidationError]:
+    errors: List[ValidationError] = []
+    valid = 0
+    for index, subschema in enumerate(one_of):
+        found = list(validator.descend(instance, subschema, schema_path=index))
+        valid += not found
+        errors += found
+    if valid != 1:
+        which = "none" if valid == 0 else "more than one"
+        yield ValidationError(f"{excerpt(instance)} is valid under {which} of the given schemas",
+                              context=errors if valid == 0 else [])
+
+
+# Draft 2020-12 whose type, enum and oneOf messages quote an excerpt of the value: jsonschema's
+# own hold its whole repr, built even when never shown (for a YAML alias bomb, gigabytes).
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator, {"type": _type, "enum": _enum, "oneOf": _one_of})
+
+
+def _python_prefix_intel_mpi() -> "str | None":
+    """The Intel MPI that pip installed (impi-rt) beside the Python running commstack, if any:
+    scripts/setup_venv.sh puts it in the project's venv."""
+    return sys.prefix if (Path(sys.prefix) / "bin" / "mpiexec.hydra").is_file() else None
+
+
+# Variables with a value found on this machine when they are not set.
+FOUND_DEFAULTS = {"I_MPI_ROOT": _python_prefix_intel_mpi}
 
 
 def _expand_vars(value: str) -> "tuple[str, str | None]":
-    """Expand ${VAR} and ${VAR:-default}; return (text, name of an unset variable or None)."""
+    """Expand ${VAR} and ${VAR:-default}; return (text, name of an unset variable or None).
+    An unset variable of FOUND_DEFAULTS takes the value found on this machine."""
     missing: List[str] = []
 
     def sub(match: "re.Match[str]") -> str:
@@ -101,6 +169,9 @@ def _expand_vars(value: str) -> "tuple[str, str | None]":
             return os.environ[name]
         if default is not None:
             return default
+        found = FOUND_DEFAULTS[name]() if name in FOUND_DEFAULTS else None
+        if found:
+            return found
         missing.append(name)
         return match.group(0)
 
@@ -123,11 +194,13 @@ def _stack(path: Path, name: str, spec: Dict[str, Any]) -> Stack:
         if key in fields:
             fields[key] = os.path.abspath(os.path.expanduser(fields[key]))
     env = tuple(sorted((str(k), _env_value(v)) for k, v in spec.get("env", {}).items()))
-    if (spec["flavour"] == "gasnet") != ("conduit" in spec):
-        raise MatrixError(f"{path}: stacks.{name}.conduit: " + (
-            "a gasnet stack needs its conduit (smp, udp, mpi, ibv, ofi, ucx)"
-            if spec["flavour"] == "gasnet" else
-            f"only gasnet stacks have a conduit; this one is {spec['flavour']}"))
+    conduits, conduit = flavours.get(spec["flavour"]).conduits, spec.get("conduit")
+    if conduits and conduit not in conduits:
+        raise MatrixError(f"{path}: stacks.{name}.conduit: a {spec['flavour']} stack needs its "
+                          f"conduit ({', '.join(conduits)})")
+    if not conduits and conduit is not None:
+        raise MatrixError(f"{path}: stacks.{name}.conduit: only {_with_conduits()} stacks have a "
+                          f"conduit; this one is {spec['flavour']}")
     return Stack(
         name=name,
         flavour=spec["flavour"],
@@ -138,6 +211,10 @@ def _stack(path: Path, name: str, spec: Dict[str, Any]) -> Stack:
         unresolved=unresolved,
         **fields,
     )
+
+
+def _with_conduits() -> str:
+    return " or ".join(name for name, f in flavours.FLAVOURS.items() if f.conduits)
 
 
 def find_environment(matrix_path: Path, env: str) -> Path:
@@ -186,7 +263,8 @@ def _check_names(m: Matrix) -> None:
 
     def claim(name: str, place: str) -> None:
         if name in where:
-            raise MatrixError(f"{m.path}: {place}: {name!r} is already given in {where[name]}")
+            raise MatrixError(f"{m.path}: {place}: {excerpt(name)} is already given in "
+                              f"{where[name]}")
         where[name] = place
 
     for name in m.parameters:
@@ -211,8 +289,8 @@ def _check_names(m: Matrix) -> None:
         for name in rule:
             if name not in where:
                 raise MatrixError(
-                    f"{m.path}: exclude[{i}].{name}: not a parameter of this matrix "
-                    f"(known: {', '.join(where)})"
+                    f"{m.path}: exclude[{i}].{cut(str(name), 80)}: not a parameter of this "
+                    f"matrix (known: {cut(', '.join(where))})"
                 )
 
     for name, place in where.items():
@@ -233,7 +311,7 @@ def _values(m: Matrix, name: str) -> List[Any]:
 
 def _check_value(m: Matrix, place: str, name: str, value: Any) -> None:
     def bad(expected: str) -> MatrixError:
-        return MatrixError(f"{m.path}: {place}: {value!r} is not valid; expected {expected}")
+        return MatrixError(f"{m.path}: {place}: {excerpt(value)} is not valid; expected {expected}")
 
     if name == "stack" and value not in m.stacks:
         raise bad(f"a stack defined under `stacks` ({', '.join(m.stacks)})")

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from commstack import flavours
 from commstack.benchmarks.registry import Benchmark
 
 CORE = {
@@ -24,23 +25,11 @@ CORE = {
     "executable": "benchmark executable name or path (cartex: benchmark_mpi_comm, ...)",
 }
 
-MAPPINGS = ("block", "cyclic")
-FLAVOURS = ("openmpi", "intelmpi", "mpich", "cray-mpich", "gasnet")
-
-# Environment-variable families and the flavours whose libraries read them.
-ENV_FAMILIES = {
-    "UCX_": ("openmpi", "intelmpi", "mpich", "gasnet"),
-    "UCC_": ("openmpi",),
-    "HCOLL_": ("openmpi",),
-    "OMPI_": ("openmpi",),
-    "PMIX_": ("openmpi",),
-    "I_MPI_": ("intelmpi",),
-    "FI_": ("openmpi", "intelmpi", "mpich", "cray-mpich", "gasnet"),
-    "GASNET_": ("gasnet",),
-    "MPIR_CVAR_": ("intelmpi", "mpich", "cray-mpich"),
-    "MPICH_": ("mpich", "cray-mpich"),
-    "OMP_": FLAVOURS,
-}
+MAPPINGS = flavours.MAPPINGS
+FLAVOURS = tuple(flavours.names())
+# Environment-variable families and the flavours whose libraries read them (flavour modules).
+ENV_FAMILIES = flavours.env_families()
+MCA_READERS = " or ".join(f.label for f in flavours.FLAVOURS.values() if f.mca)
 
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _MCA_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -83,5 +72,5 @@ def flavour_honours(kind: ParameterKind, flavour: str) -> bool:
     if kind.family is None:
         return True
     if kind.family == "mca":
-        return flavour == "openmpi"
+        return flavours.get(flavour).mca
     return flavour in ENV_FAMILIES[kind.family]

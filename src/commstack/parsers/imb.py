@@ -20,8 +20,9 @@ drivers with their own layout (IMB-P2P, IMB-MT). The format is described in
     # All processes entering MPI_Finalize                    <- completion (not in IMB-MT)
 
 Launcher prefixes (``[0] ``, Open MPI ``--tag-output``), UCX log lines, Intel MPI
-``MPI startup()`` lines and hydra ``[mpiexec@host]`` lines are removed before parsing; a hydra
-``BAD TERMINATION`` box means the job failed and raises :class:`ParseError`.
+``MPI startup()`` lines, hydra ``[mpiexec@host]`` and ``process N binding:`` lines are removed
+before parsing; a hydra ``BAD TERMINATION`` box means the job failed and raises
+:class:`ParseError`.
 """
 
 import re
@@ -70,6 +71,8 @@ _UCX_LINE = re.compile(r"^\[\d+\.\d+\]\s+\[[^\]]*\]")
 _UCX_LEVEL = re.compile(r"\bUCX\s+(?P<level>[A-Z]+)\b")
 _IMPI_STARTUP = re.compile(r"^MPI startup\(\)")
 _HYDRA_LINE = re.compile(r"^\[mpiexec@[^\]]*\]")
+# hydra's binding report (HYDRA_TOPO_DEBUG=1, read by commstack.placement)
+_HYDRA_BINDING = re.compile(r"^process \d+ binding: [01 ]+$")
 _BAD_TERMINATION = re.compile(r"BAD TERMINATION|YOUR APPLICATION TERMINATED")
 
 _BANNER = re.compile(r"^#\s+Intel\(R\) MPI Benchmarks (?P<version>.+?), (?P<suite>\S+) part")
@@ -135,7 +138,7 @@ def strip_launcher_prefix(raw: str) -> str:
 def _clean_lines(text: str, notes: List[str]) -> List[_Line]:
     """Return the IMB lines of ``text``; record chatter in ``notes``; raise on BAD TERMINATION."""
     lines: List[_Line] = []
-    ignored = {"UCX log": 0, "Intel MPI startup": 0}
+    ignored = {"UCX log": 0, "Intel MPI startup": 0, "hydra binding report": 0}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = strip_launcher_prefix(raw)
         if _BAD_TERMINATION.search(line):
@@ -152,6 +155,9 @@ def _clean_lines(text: str, notes: List[str]) -> List[_Line]:
             continue
         if _HYDRA_LINE.match(line):
             notes.append(line)
+            continue
+        if _HYDRA_BINDING.match(line):
+            ignored["hydra binding report"] += 1
             continue
         lines.append(_Line(number, line))
     for kind, count in ignored.items():

@@ -20,7 +20,7 @@ three benchmarks side by side: run each as its own campaign and report them toge
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -28,9 +28,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from commstack.benchmarks.registry import BENCHMARKS  # noqa: E402
 from commstack.compare import Figure, figures, varying  # noqa: E402
+from commstack.report.plots import BAND_ALPHA, size_label  # noqa: E402
 
 GIB = 2 ** 30
 MPI, GASNET = "MPI", "GASNet-EX"
@@ -56,6 +58,7 @@ class Series:
     points: Dict[int, float]  # bytes -> value
     runs: int
     library: str = MPI  # MPI or GASNet-EX
+    ranges: Dict[int, Tuple[float, float]] = field(default_factory=dict)  # bytes -> min, max
 
     @property
     def label(self) -> str:
@@ -82,6 +85,7 @@ def _series(records: List[dict], metric: str, mode: str, ops: Dict[str, Tuple[st
         key = (library, labels[id(f)], op)
         series = out.setdefault(key, Series(key[1], op, {}, len(f.samples), library))
         series.points[int(f.row["bytes"])] = scale(best(f.samples))
+        series.ranges[int(f.row["bytes"])] = (scale(min(f.samples)), scale(max(f.samples)))
         series.runs = min(series.runs, len(f.samples))
     return sorted(out.values(), key=lambda s: (s.library != GASNET, s.config, s.op))
 
@@ -123,11 +127,15 @@ def plot_bandwidth(series: List[Series], path: Path) -> Path:
         sizes = sorted(b for b in s.points if b > 0)
         ax.plot(sizes, [s.points[b] for b in sizes], markersize=4, linewidth=1.2,
                 label=s.label, **style)
+        ax.fill_between(sizes, [s.ranges[b][0] for b in sizes], [s.ranges[b][1] for b in sizes],
+                        color=style["color"], alpha=BAND_ALPHA, linewidth=0)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("transfer size [bytes]")
+    ax.xaxis.set_major_formatter(FuncFormatter(size_label))
+    ax.set_xlabel("transfer size [bytes; K = 1024]")
     ax.set_ylabel("bandwidth [GiB/s] (max over runs)")
     runs = min(s.runs for s in series)
-    ax.set_title(f"Uni-directional flood bandwidth vs transfer size ({runs} runs)", fontsize=9)
+    ax.set_title(f"Uni-directional flood bandwidth vs transfer size ({runs} runs)\n"
+                 "line: max over the runs; band: min–max of the runs", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -153,17 +161,26 @@ def latency_table(series: List[Series], size: int = LATENCY_BYTES) -> List[str]:
     configs = _configurations(series)
     by = {(s.library, s.config, s.op): s for s in series}
     base = configs[0]
-    lines = [f"| configuration | {size}-byte RMA Put latency | ratio | {size}-byte RMA Get "
-             "latency | ratio |", "|---|---:|---:|---:|---:|"]
+    lines = [f"| configuration | {size}-byte RMA Put latency | runs [μs] | ratio | {size}-byte RMA "
+             "Get latency | runs [μs] | ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
     for library, config in configs:
         cells = []
         for op in ("Put", "Get"):
             value = _at(by.get((library, config, op)), size)
             ref = _at(by.get((*base, op)), size)
             cells += [f"{_microseconds(value)} μs" if value is not None else "n/a",
+                      _runs_range(by.get((library, config, op)), size),
                       f"{value / ref:.2f}" if value is not None and ref else "n/a"]
         lines.append(f"| {_name(library, config, series)} | " + " | ".join(cells) + " |")
     return lines
+
+
+def _runs_range(series: Optional[Series], size: int) -> str:
+    """``0.36–0.52``: the range of the runs behind a minimum."""
+    if series is None or size not in series.ranges:
+        return "n/a"
+    low, high = series.ranges[size]
+    return f"{_microseconds(low)}–{_microseconds(high)}"
 
 
 def _microseconds(value: float) -> str:
@@ -224,12 +241,14 @@ def gasnet_section(records: List[dict], out_dir: Path) -> Tuple[List[str], List[
         pngs.append(png)
         lines += [f"Uni-directional flood bandwidth (GASNet-EX testlarge MiB/s, IMB \"Aggregate\" "
                   f"timings MB/s) in GiB/s (2^30 B/s); each point the maximum over "
-                  f"{min(s.runs for s in bw)} runs.", "", f"![flood bandwidth]({png.name})", ""]
+                  f"{min(s.runs for s in bw)} runs (the plot's band: their range).", "",
+                  f"![flood bandwidth]({png.name})", ""]
         lines += saturation(bw)
     if lat:
         lines += ["", f"Round-trip latency of {LATENCY_BYTES}-byte RMA accesses (GASNet-EX "
                   f"testsmall blocking Put/Get, IMB-RMA \"Non-aggregate\" timings), minimum over "
-                  f"{min(s.runs for s in lat)} runs; ratio: configuration / {baseline_name(lat)}.",
+                  f"{min(s.runs for s in lat)} runs (runs: their range); "
+                  f"ratio: configuration / {baseline_name(lat)}.",
                   ""] + latency_table(lat)
         ranges = ratio_ranges(lat)
         if ranges:

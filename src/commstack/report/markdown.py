@@ -1,9 +1,12 @@
 """report.md for one campaign: what ran, what failed, tables and plots of the aggregates, and the
 study-style parts that apply:
 
+* every table cell: trimmed mean [min–max over the repeats] at the benchmark's printed
+  resolution; oversubscribed runs and IMB sub-runs in tables of their own, every cell marked;
 * cartex campaigns: pivot tables in the published Betzy layout (``pivot``, ``published``); an
   imported file is printed again as ``report/<file stem>.md``;
-* IMB collectives with swept parameters: tuning steps and tuned vs default (``oracle``);
+* campaigns of a staged tuning (``commstack tune``): the step's candidates and its decision by
+  the tuner's noise rule, or tuned vs default (``oracle``); never for a plain sweep;
 * IMB-RMA Unidir_put/get (and Uniband): flood bandwidth and latency table (``gasnet``).
 """
 
@@ -11,25 +14,31 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import pandas as pd
 
 from commstack.aggregate import aggregate
 from commstack.errors import CampaignError
 from commstack.report.gasnet import gasnet_section
-from commstack.report.oracle import images_csv, matrix_axes, oracle_section
+from commstack.report.oracle import TuneStep, images_csv, matrix_axes, oracle_section
 from commstack.report.plots import plot_section
-from commstack.report.tables import by_stack_summary, sections, to_markdown, units
+from commstack.report.tables import (
+    MARKERS,
+    OVERSUBSCRIBED,
+    Section,
+    by_stack_summary,
+    sections,
+    to_markdown,
+    units,
+)
 from commstack.store.campaign import Campaign
-from commstack.store.files import replace
+from commstack.store.files import read_json, replace
 from commstack.store.table import write_records_csv
 
 
-def write_report(campaign_root: Path, defaults: Optional[Dict[str, str]] = None,
-                 others: Sequence[Path] = ()) -> Path:
-    """Write report/report.md (+ PNGs, summary.csv, records.csv); ``defaults`` names the
-    default value of parameters for the tuned-vs-default comparison (NAME -> VALUE).
+def write_report(campaign_root: Path, others: Sequence[Path] = ()) -> Path:
+    """Write report/report.md (+ PNGs, summary.csv, records.csv).
 
     ``others``: campaigns whose records join this one's in the study sections that compare
     benchmarks (the GASNet-EX paper's figure: testlarge, IMB-RMA and IMB-MPI1 side by side);
@@ -55,12 +64,14 @@ def write_report(campaign_root: Path, defaults: Optional[Dict[str, str]] = None,
         lines += _cartex_tables(swept)
     if swept:
         swept_summary = aggregate(swept) if len(swept) < len(records) else summary_rows
-        lines += _generic_sections(pd.DataFrame(swept_summary), out_dir)
-        study, plots = oracle_section(swept_summary, matrix_axes(_last_matrix(campaign)),
-                                      out_dir, defaults)
-        lines += study
-        if plots:
-            replace(out_dir / "oracle_images.csv", images_csv(plots).encode())
+        lines += _generic_sections(pd.DataFrame(swept_summary), out_dir, _cores(campaign))
+        tune = TuneStep.from_campaign(read_json(campaign.root / "campaign.json"))
+        if tune is not None:
+            study, plots = oracle_section(aggregate(swept, with_samples=True),
+                                          matrix_axes(_last_matrix(campaign)), out_dir, tune)
+            lines += study
+            if plots:
+                replace(out_dir / "oracle_images.csv", images_csv(plots).encode())
     joined_campaigns = [Campaign(Path(other)) for other in others]
     joined = [r for other in joined_campaigns for r in other.records() if not r.get("imported")]
     if joined_campaigns:
@@ -69,21 +80,81 @@ def write_report(campaign_root: Path, defaults: Optional[Dict[str, str]] = None,
     if swept or joined:
         lines += gasnet_section(swept + joined, out_dir)[0]
     lines += _problems(records)
+    _remove_stale(out_dir, lines)
     report = out_dir / "report.md"
     replace(report, ("\n".join(lines) + "\n").encode())
     return report
 
 
-def _generic_sections(summary: pd.DataFrame, out_dir: Path) -> List[str]:
-    lines: List[str] = []
-    for section in sections(summary):
-        lines += ["", f"## {section.title}", "",
-                  f"{units(section.metric)}, trimmed mean over repeats (min and max dropped).", ""]
-        if section.table.index.name == "bytes":
+def _remove_stale(out_dir: Path, lines: List[str]) -> None:
+    """Plots an earlier report wrote that this one does not show (a plot of a section that no
+    longer exists must not sit beside the report as if it were current)."""
+    text = "\n".join(lines)
+    for path in out_dir.glob("*.png"):
+        if f"({path.name})" not in text:
+            path.unlink()
+    images = out_dir / "oracle_images.csv"
+    if images.exists() and "oracle_images.csv" not in text:
+        images.unlink()
+
+
+def _generic_sections(summary: pd.DataFrame, out_dir: Path, cores: Optional[int]) -> List[str]:
+    found = sections(summary)
+    if not found:
+        return []
+    lines = _legend(found, cores)
+    unclean_started = False
+    for section in found:
+        if not section.condition.clean and not unclean_started:
+            unclean_started = True
+            lines += ["", "---", "", "**⚠ Below: runs that are not clean. Their numbers measure "
+                      "the condition as much as the configuration; do not compare them with the "
+                      "tables above.**"]
+        lines += ["", f"## {section.title}", "", _caption(section, cores), ""]
+        if section.mean.index.name == "bytes":
             png = plot_section(section, out_dir / f"{section.slug}.png")
             lines += [f"![{section.title}]({png.name})", ""]
-        lines.append(to_markdown(section.table))
+        lines.append(to_markdown(section))
     return lines
+
+
+def _legend(found: List[Section], cores: Optional[int]) -> List[str]:
+    repeats = max(s.repeats for s in found)
+    lines = ["", "## How to read the tables", "",
+             f"Each cell: the trimmed mean over the repeats (one min and one max dropped; up to "
+             f"{repeats} repeats) and, in brackets, the range [min–max] of the repeats; `n=k` "
+             "where only k repeats succeeded. Numbers are printed at the resolution the "
+             "benchmark printed (each caption says which). Plots: the line is the trimmed mean, "
+             "the band the range. A difference whose ranges overlap is within the noise of "
+             "these runs, not a finding."]
+    markers = sorted({m for s in found for m in s.condition.markers()})
+    if markers:
+        lines += ["", "Markers (such cells are in tables of their own, after the clean ones):"]
+        for m in markers:
+            text = MARKERS[m]
+            if m == OVERSUBSCRIBED and cores:
+                text += f" (this machine: {cores} CPUs available)"
+            lines.append(f"- `{m}` {text}")
+    return lines
+
+
+def _caption(section: Section, cores: Optional[int]) -> str:
+    text = (f"{units(section.metric)}: trimmed mean [min–max] over the repeats, at "
+            f"{section.resolution.describe()}.")
+    if not section.condition.clean:
+        cells = " ".join(f"`{m}`" for m in section.condition.markers())
+        text += (f" ⚠ Not clean ({cells} in every cell): {section.condition.describe()}"
+                 + (f", on {cores} CPUs" if cores and section.condition.oversubscribed else "")
+                 + ".")
+    return text
+
+
+def _cores(campaign: Campaign) -> Optional[int]:
+    sessions = sorted((campaign.root / "sessions").glob("*/provenance.json"))
+    if not sessions:
+        return None
+    value = json.loads(sessions[-1].read_text()).get("cpus_available")
+    return int(value) if isinstance(value, int) else None
 
 
 def _imported_tables(campaign: Campaign, records: List[dict]) -> List[str]:
@@ -123,7 +194,8 @@ def _cartex_tables(records: List[dict]) -> List[str]:
     except AmbiguousCell as exc:
         return ["", "## Halo exchange tables", "", f"Not printed: {exc}."]
     return ["", "## Halo exchange tables (Betzy layout)", "",
-            f"{layout.unit}, trimmed mean over repeats; rows executables, columns hXfY = halo X, "
+            f"{layout.unit}, trimmed mean over repeats (the range of the repeats is in the "
+            "tables per configuration below); rows executables, columns hXfY = halo X, "
             "fields Y.", "", text]
 
 
@@ -170,7 +242,4 @@ def _problems(records: List[dict]) -> List[str]:
     if flagged:
         lines += ["", "## UCX variables UCX did not recognise", ""]
         lines += [f"- point {pid}: `{name}`" for pid, name in flagged]
-    over = sorted({r["point_id"] for r in records if r.get("oversubscribed")})
-    if over:
-        lines += ["", f"Oversubscribed (more ranks than cores): {', '.join(over)}."]
     return lines

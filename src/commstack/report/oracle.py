@@ -1,4 +1,7 @@
-"""Plots in the style of the OCI Open MPI collective tuning study (BM.Optimized3.36).
+"""Plots in the style of the OCI Open MPI collective tuning study (BM.Optimized3.36), for the
+campaigns of a staged tuning (``commstack tune``): only those say which configuration is the
+default and by which rule a candidate must beat it, so only those get this section. A plain sweep
+declares no winner.
 
 The study tunes step by step; each step plots time vs message size with one line per value of
 the parameter it sweeps while the others stay fixed, and the last plot compares the tuned
@@ -6,23 +9,19 @@ configuration with the default one. File names follow its scheme
 ``{coll}_{NN}_{PP}_{suffix}.png`` (``ata``/``aga``/``are``, nodes and processes per node
 zero-padded; ``research/oci_tuning_images.csv`` decodes the study's own files).
 
-Here, per case (benchmark, nodes, ranks per node, at the full job size):
+A tuning step's campaign (its ``campaign.json`` has ``tune``: step, index, incumbent, rule)
+gives, per case (benchmark, nodes, ranks per node, at the full job size):
 
-* step k sweeps the k-th axis that varies (matrix order; a ``zip`` group is one axis). With
-  few combinations of the other axes there is one plot per combination,
-  ``{case}_step{k}_{tokens}.png`` (tokens as in the study: ``bl``/``cy`` mapping, ``no``/``uc``/
-  ``hc`` component, ``all``/``rc``/``ud``/``dc`` UCX_TLS, else ``<name><value>``); with many,
-  one plot with the others at their tuned values, ``{case}_step{k}.png``;
-* ``{case}_step{K+1}.png``: tuned vs default, with the ratio default/tuned below.
+* ``{case}_step{k}.png`` (k: the step's place in the plan; with other varying axes, one plot per
+  combination, ``{case}_step{k}_{tokens}.png``, tokens as in the study: ``bl``/``cy`` mapping,
+  ``no``/``uc``/``hc`` component, ``all``/``rc``/``ud``/``dc`` UCX_TLS, else
+  ``<name><value>``): every candidate, line the trimmed mean, band the range over the repeats;
+* the step's verify campaign: ``{case}_step{K+1}.png``, tuned vs default with the ratio
+  default/tuned below (filled markers where the difference is beyond noise).
 
-"Tuned" is the configuration with the best geometric mean over the message sizes every
-configuration has (the study judged by eye). "Default" is the configuration in which every
-varying parameter has its default value: ``auto``, ``default`` or empty (the variable is set
-empty, which the MPI libraries read as unset), the study's defaults (UCX_TLS=all, UCX_RNDV_THRESH
-and UCX_ZCOPY_THRESH auto, coll_hcoll_enable 1, coll_ucc_enable 0), ``I_MPI_ADJUST_*=0``
-(Intel MPI's own choice), or what ``--default NAME=VALUE`` says. An axis none of whose values is
-a default (mapping: the launcher's default is neither block nor cyclic) is held at its tuned
-value.
+The choice is the tuner's rule (:mod:`commstack.tune.decide`): a candidate replaces the default
+only when it is faster beyond noise at some message size and slower beyond noise at none; a
+difference within noise is reported as such, never as a win.
 """
 
 from __future__ import annotations
@@ -39,7 +38,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from commstack.aggregate import ROW_KEYS, SUMMARY_FIELDS  # noqa: E402
+from commstack.report.plots import BAND_ALPHA, plain_log_axes  # noqa: E402
 from commstack.report.tables import units  # noqa: E402
+from commstack.tune import decide as rule  # noqa: E402
 
 COLLECTIVES = {"Alltoall": "ata", "Allgather": "aga", "Allreduce": "are"}
 KNOWN_DEFAULTS: Dict[str, Any] = {"UCX_TLS": "all", "UCX_RNDV_THRESH": "auto",
@@ -52,12 +54,54 @@ TOKENS = {("mapping", "block"): "bl", ("mapping", "cyclic"): "cy", ("UCX_TLS", "
           ("UCX_TLS", "self,sm,dc"): "dc"}
 COMPONENTS = {("0", "0"): "no", ("0", "1"): "uc", ("1", "0"): "hc"}
 COMPONENT_AXIS = ("mca.coll_hcoll_enable", "mca.coll_ucc_enable")
-MAX_COMBINATIONS = 6  # per step; beyond that the other axes are held at their tuned values
+MAX_COMBINATIONS = 6  # per step; beyond that the other axes are held at the chosen values
 # Summary columns that are not parameters.
-_NOT_PARAMS = {"point_id", "metric", "lower_is_better", "n", "trimmed_mean", "median", "min",
-               "max", "benchmark", "np", "groups", "mode", "group", "bytes", "threads"}
+_NOT_PARAMS = {*SUMMARY_FIELDS, *ROW_KEYS}
 
 Values = Tuple[str, ...]  # an axis value: one string per parameter of the axis
+
+
+@dataclass
+class TuneStep:
+    """What ``commstack tune`` wrote into a step campaign's campaign.json (``tune``)."""
+
+    step: str                    # the step's name, or "verify"
+    index: int                   # its place in the plan (verify: number of steps + 1)
+    incumbent: Dict[str, Any]    # the default every candidate must beat
+    noise: "str | float" = "range"
+    min_gain: float = 0.0
+    allow_losses: bool = False
+    steps: List[str] = field(default_factory=list)
+
+    @classmethod
+    def from_campaign(cls, info: Dict[str, Any]) -> Optional["TuneStep"]:
+        tune = info.get("tune")
+        if not isinstance(tune, dict):
+            return None
+        decision = tune.get("decision") or {}
+        incumbent = dict(tune["incumbent"])
+        order = [a for a in tune.get("axes") or [] if a in incumbent]
+        incumbent = {k: incumbent[k] for k in order + [k for k in incumbent if k not in order]}
+        return cls(str(tune.get("step")), int(tune.get("index", 1)), incumbent,
+                   decision.get("noise", "range"), float(decision.get("min_gain", 0.0)),
+                   bool(decision.get("allow_losses", False)), list(tune.get("steps") or []))
+
+    @property
+    def defaults(self) -> Dict[str, str]:
+        return {k: str(v) for k, v in self.incumbent.items()}
+
+    @property
+    def verify(self) -> bool:
+        return self.step == "verify"
+
+    def rule_text(self) -> str:
+        noise = ("half the larger min–max range of the two" if self.noise == "range"
+                 else f"{float(self.noise):.0%} of the default")
+        return (f"faster than the default by more than the noise ({noise}"
+                + (f", and by at least {self.min_gain:.0%}" if self.min_gain else "")
+                + ") at a message size; "
+                + ("slower beyond noise elsewhere is allowed" if self.allow_losses
+                   else "never slower beyond noise at any size"))
 
 
 @dataclass
@@ -71,14 +115,19 @@ class Axis:
 
 @dataclass
 class Curve:
-    """One configuration of a case: its parameter values and time (or bandwidth) per size."""
+    """One configuration of a case: its trimmed mean per size, and the repeats behind it."""
 
     point_id: str
     params: Dict[str, Any]
     values: Dict[int, float]
+    samples: Dict[int, List[float]] = field(default_factory=dict)
 
     def at(self, axis: Axis) -> Values:
         return tuple(str(self.params.get(n, "")) for n in axis.names)
+
+    def stats(self, size: int) -> rule.Stats:
+        found = self.samples.get(size)
+        return rule.Stats.of(found) if found else rule.Stats(*(self.values[size],) * 3)
 
 
 @dataclass
@@ -100,6 +149,20 @@ class Case:
     @property
     def title(self) -> str:
         return f"{self.benchmark} {self.nodes} node {self.ppn} ppn"
+
+
+@dataclass
+class Verdict:
+    """The tuner's rule applied to a case: the chosen curve (in a verify campaign: the tuned
+    one, whether or not it wins here) and, per message size, how it compares with the default
+    beyond noise."""
+
+    chosen: Curve
+    default: Curve
+    changed: bool  # the rule prefers ``chosen`` to the default
+    faster: List[int] = field(default_factory=list)
+    slower: List[int] = field(default_factory=list)
+    within: List[int] = field(default_factory=list)
 
 
 @dataclass
@@ -144,7 +207,10 @@ def cases(summary: List[Dict[str, Any]], axes: Sequence[Axis]) -> List[Case]:
         key = (row["benchmark"], nodes, ppn, int(row.get("np") or nodes * ppn))
         curve = groups.setdefault(key, {}).setdefault(
             row["point_id"], Curve(row["point_id"], params, {}))
-        curve.values[int(row["bytes"])] = float(row["trimmed_mean"])
+        size = int(row["bytes"])
+        curve.values[size] = float(row["trimmed_mean"])
+        if row.get("samples"):
+            curve.samples[size] = [float(v) for v in row["samples"]]
         meta[key] = (row["metric"], bool(row["lower_is_better"]))
     full = {}
     for key in groups:  # the study runs at the full job size only (-npmin = all processes)
@@ -182,15 +248,6 @@ def common_sizes(curves: List[Curve]) -> List[int]:
     return sorted(s for s in sizes if s > 0)
 
 
-def score(curve: Curve, sizes: List[int], lower_is_better: bool) -> float:
-    """Geometric mean over ``sizes``, oriented so that lower is better."""
-    logs = [math.log(curve.values[s]) for s in sizes if curve.values[s] > 0]
-    if not logs:
-        return math.inf
-    mean = sum(logs) / len(logs)
-    return mean if lower_is_better else -mean
-
-
 def is_default(name: str, value: Any, defaults: Dict[str, str]) -> bool:
     if name in defaults:
         return str(value) == str(defaults[name])
@@ -201,10 +258,12 @@ def is_default(name: str, value: Any, defaults: Dict[str, str]) -> bool:
     return str(value).strip().lower() in DEFAULT_WORDS
 
 
-def default_curve(case: Case, defaults: Dict[str, str]) -> Optional[Curve]:
-    """The configuration with every defaultable axis at its default. An axis none of whose
-    values is a default (mapping block/cyclic: the launcher's default is neither) is held at
-    its tuned value, so the comparison shows what the defaultable knobs bring."""
+def default_curve(case: Case, defaults: Dict[str, str], held: Optional[Curve] = None
+                  ) -> Optional[Curve]:
+    """The configuration with every defaultable axis at its default (``defaults``: NAME ->
+    value, e.g. a tuning's incumbent; otherwise the study's known defaults). An axis none of
+    whose values is a default is held at ``held``'s value; None when that leaves no single
+    configuration."""
     def at_default(curve: Curve, axis: Axis) -> bool:
         return all(is_default(n, curve.params.get(n, ""), defaults) for n in axis.names)
 
@@ -212,22 +271,64 @@ def default_curve(case: Case, defaults: Dict[str, str]) -> Optional[Curve]:
     if not constrained:
         return None
     free = [a for a in case.axes if a not in constrained]
-    tuned = tuned_curve(case)
+    if free and held is None:
+        return None
     found = [c for c in case.curves if all(at_default(c, a) for a in constrained)
-             and all(c.at(a) == tuned.at(a) for a in free)]
+             and all(c.at(a) == held.at(a) for a in free)]
     return found[0] if len(found) == 1 else None
 
 
-def tuned_curve(case: Case) -> Curve:
-    sizes = common_sizes(case.curves)
-    return min(case.curves, key=lambda c: (score(c, sizes, case.lower_is_better), c.point_id))
+def judge(case: Case, default: Curve, tune: TuneStep) -> Verdict:
+    """The tuner's decision rule over the curves' repeats, the default as the incumbent. In a
+    verify campaign the curve shown against the default is the tuned one either way."""
+    data = {c.point_id: {s: c.samples.get(s) or [c.values[s]] for s in c.values}
+            for c in case.curves}
+    if not case.lower_is_better:  # the rule wants lower-is-better numbers
+        data = {k: {s: [1 / v for v in vs if v] for s, vs in by.items()} for k, by in data.items()}
+    outcome = rule.decide(data, default.point_id, tune.noise, tune.min_gain, tune.allow_losses)
+    chosen = next(c for c in case.curves if c.point_id == outcome.winner)
+    if tune.verify and chosen is default:
+        chosen = next((c for c in case.curves if c is not default), default)
+    verdict = Verdict(chosen, default, outcome.changed)
+    if chosen is not default:
+        compare_sizes(verdict, tune)
+    return verdict
 
 
-def speedup(tuned: Curve, default: Curve, case: Case) -> float:
-    """Geometric-mean factor by which tuned beats default (> 1: tuned is better)."""
-    sizes = common_sizes([tuned, default])
-    return math.exp(score(default, sizes, case.lower_is_better)
-                    - score(tuned, sizes, case.lower_is_better))
+def compare_sizes(verdict: Verdict, tune: TuneStep) -> None:
+    """Per message size: the chosen curve faster or slower than the default beyond noise."""
+    sizes = set(verdict.chosen.values) & set(verdict.default.values)
+    for size in sorted(sizes):  # as the rule: every size with a positive time, 0 bytes too
+        c, d = verdict.chosen.stats(size), verdict.default.stats(size)
+        if c.value <= 0 or d.value <= 0:
+            continue
+        if rule.beats(c, d, tune.noise):
+            verdict.faster.append(size)
+        elif rule.beats(d, c, tune.noise):
+            verdict.slower.append(size)
+        else:
+            verdict.within.append(size)
+
+
+def verdict_text(verdict: Verdict) -> str:
+    if verdict.chosen is verdict.default:
+        return ("no candidate is faster beyond noise without being slower beyond noise "
+                "elsewhere: the default stays")
+    total = len(verdict.faster) + len(verdict.slower) + len(verdict.within)
+    text = (f"faster beyond noise at {len(verdict.faster)} of {total} sizes"
+            + (f" ({_sizes(verdict.faster)})" if verdict.faster else "")
+            + ", slower beyond noise at "
+            + (f"{len(verdict.slower)} ({_sizes(verdict.slower)})" if verdict.slower else "none")
+            + (f", within noise at {len(verdict.within)}" if verdict.within else ""))
+    if not verdict.changed:
+        text += "; by the rule it does not beat the default here"
+    return text
+
+
+def _sizes(sizes: List[int]) -> str:
+    if not sizes:
+        return "none"
+    return f"{sizes[0]} B" if len(sizes) == 1 else f"{sizes[0]}–{sizes[-1]} B"
 
 
 # --- names --------------------------------------------------------------------------------------
@@ -254,9 +355,16 @@ def _slug(text: str) -> str:
 
 def _show(axis: Axis, value: Values, defaults: Dict[str, str]) -> str:
     text = ", ".join(f"{n}={v}" if v != "" else f"{n} unset" for n, v in zip(axis.names, value))
-    if all(is_default(n, v, defaults) for n, v in zip(axis.names, value)):
+    if defaults and all(is_default(n, v, defaults) for n, v in zip(axis.names, value)):
         text += " (default)"
     return text
+
+
+def _value(axis: Axis, value: Values) -> str:
+    """An axis value for a table cell: the bare value of a one-parameter axis, else pairs."""
+    if len(axis.names) == 1:
+        return value[0] or "unset"
+    return _show(axis, value, {})
 
 
 # --- plots --------------------------------------------------------------------------------------
@@ -267,13 +375,17 @@ def _ordered(axis: Axis, seen: set) -> List[Values]:
 
 
 def _draw(ax, curves: List[Tuple[str, Curve]], case: Case) -> None:
+    shown: List[float] = []
     for label, curve in curves:
         sizes = sorted(s for s in curve.values if s > 0)
-        ax.plot(sizes, [curve.values[s] for s in sizes], marker="o", markersize=3, label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+        line, = ax.plot(sizes, [curve.values[s] for s in sizes], marker="o", markersize=3,
+                        label=label)
+        stats = [curve.stats(s) for s in sizes]
+        ax.fill_between(sizes, [s.low for s in stats], [s.high for s in stats],
+                        color=line.get_color(), alpha=BAND_ALPHA, linewidth=0)
+        shown += [s.low for s in stats] + [s.high for s in stats]
+    plain_log_axes(ax, shown)
     ax.set_ylabel(units(case.metric))
-    ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
 
 
@@ -283,66 +395,67 @@ def _save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def step_plots(case: Case, out_dir: Path, defaults: Dict[str, str]) -> List[StudyPlot]:
+def step_plots(case: Case, out_dir: Path, tune: TuneStep, chosen: Curve) -> List[StudyPlot]:
+    """The step's candidates, one line each (per combination of the other varying axes)."""
     plots: List[StudyPlot] = []
-    tuned = tuned_curve(case)
-    for k, axis in enumerate(case.axes, start=1):
+    defaults = tune.defaults
+    for axis in case.axes:
         others = [a for a in case.axes if a is not axis]
         combos = sorted({tuple(c.at(a) for a in others) for c in case.curves})
-        at_tuned = len(combos) > MAX_COMBINATIONS
-        if at_tuned:
-            combos = [tuple(tuned.at(a) for a in others)]
+        at_chosen = len(combos) > MAX_COMBINATIONS
+        if at_chosen:
+            combos = [tuple(chosen.at(a) for a in others)]
         for combo in combos:
-            chosen = [c for c in case.curves if tuple(c.at(a) for a in others) == combo]
-            by_value = {c.at(axis): c for c in chosen}
+            picked = [c for c in case.curves if tuple(c.at(a) for a in others) == combo]
+            by_value = {c.at(axis): c for c in picked}
             if len(by_value) < 2:
                 continue
-            fixed = ", ".join(_show(a, v, {}).replace(" (default)", "")
-                              for a, v in zip(others, combo))
-            suffix = "" if at_tuned or not others else "_" + "_".join(
+            fixed = ", ".join(_show(a, v, {}) for a, v in zip(others, combo))
+            suffix = "" if at_chosen or not others else "_" + "_".join(
                 token(a, v) for a, v in zip(others, combo))
-            name = f"{case.prefix}_step{k}{suffix}.png"
+            name = f"{case.prefix}_step{tune.index}{suffix}.png"
             fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
             _draw(ax, [(_show(axis, v, defaults), by_value[v])
                        for v in _ordered(axis, set(by_value))], case)
-            ax.set_xlabel("message size [bytes]")
-            ax.set_title(f"{case.title} step{k}: {axis.label()}"
-                         + (f"\n{fixed}" if fixed else ""), fontsize=9)
+            ax.set_xlabel("message size [bytes; K = 1024]")
+            ax.set_title(f"{case.title} step{tune.index} ({tune.step}): {axis.label()}"
+                         + (f"\n{fixed}" if fixed else "")
+                         + "\nline: trimmed mean; band: min–max over the repeats", fontsize=9)
             _save(fig, out_dir / name)
-            plots.append(StudyPlot(name, case, f"step{k}", "sweep_at_tuned" if at_tuned
-                                   else "sweep", f"{axis.label()} in "
-                                   f"{{{'; '.join(','.join(v) for v in _ordered(axis, set(by_value)))}}}",
-                                   fixed))
+            values = "; ".join(",".join(v) for v in _ordered(axis, set(by_value)))
+            plots.append(StudyPlot(name, case, f"step{tune.index}",
+                                   "sweep_at_chosen" if at_chosen else "sweep",
+                                   f"{axis.label()} in {{{values}}}", fixed))
     return plots
 
 
-def tuned_vs_default_plot(case: Case, out_dir: Path, defaults: Dict[str, str]
-                          ) -> Optional[StudyPlot]:
-    default = default_curve(case, defaults)
-    if default is None:
-        return None
-    tuned = tuned_curve(case)
-    name = f"{case.prefix}_step{len(case.axes) + 1}.png"
-    describe = {id(c): "; ".join(_show(a, c.at(a), defaults).replace(" (default)", "")
-                                 for a in case.axes) for c in (tuned, default)}
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5.5), dpi=110, sharex=True,
-                                      gridspec_kw={"height_ratios": [3, 1]})
+def tuned_vs_default_plot(case: Case, verdict: Verdict, out_dir: Path, tune: TuneStep
+                          ) -> StudyPlot:
+    tuned, default = verdict.chosen, verdict.default
+    name = f"{case.prefix}_step{tune.index}.png"
+    describe = {id(c): "; ".join(_show(a, c.at(a), {}) for a in case.axes)
+                for c in (tuned, default)}
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), dpi=110, sharex=True,
+                                      gridspec_kw={"height_ratios": [3, 1.3]})
     _draw(top, [(f"tuned: {describe[id(tuned)]}", tuned),
                 (f"default: {describe[id(default)]}", default)], case)
-    top.set_title(f"{case.title}: tuned vs default "
-                  f"(geometric-mean speedup {speedup(tuned, default, case):.2f}x)", fontsize=9)
+    top.set_title(f"{case.title}: tuned vs default\n{verdict_text(verdict)}", fontsize=8)
     sizes = common_sizes([tuned, default])
-    ratio = [default.values[s] / tuned.values[s] if case.lower_is_better
-             else tuned.values[s] / default.values[s] for s in sizes]
-    bottom.plot(sizes, ratio, marker="o", markersize=3, color="tab:gray")
+    ratio = {s: (default.values[s] / tuned.values[s] if case.lower_is_better
+                 else tuned.values[s] / default.values[s]) for s in sizes}
+    beyond = set(verdict.faster) | set(verdict.slower)
+    bottom.plot(sizes, [ratio[s] for s in sizes], color="tab:gray", linewidth=0.8)
+    bottom.plot([s for s in sizes if s in beyond], [ratio[s] for s in sizes if s in beyond],
+                "o", color="tab:gray", markersize=4, label="beyond noise")
+    bottom.plot([s for s in sizes if s not in beyond], [ratio[s] for s in sizes if s not in beyond],
+                "o", markerfacecolor="white", color="tab:gray", markersize=4, label="within noise")
     bottom.axhline(1.0, color="black", linewidth=0.8)
-    bottom.set_xscale("log", base=2)
-    bottom.set_yscale("log")
+    plain_log_axes(bottom, list(ratio.values()) + [1.0])
     bottom.set_ylabel("default / tuned", fontsize=8)
-    bottom.set_xlabel("message size [bytes]")
-    bottom.grid(True, which="both", alpha=0.3)
+    bottom.set_xlabel("message size [bytes; K = 1024]")
+    bottom.legend(fontsize=7)
     _save(fig, out_dir / name)
-    return StudyPlot(name, case, f"step{len(case.axes) + 1}", "tuned_vs_default",
+    return StudyPlot(name, case, f"step{tune.index}", "tuned_vs_default",
                      "tuned, default", f"tuned: {describe[id(tuned)]}; "
                      f"default: {describe[id(default)]}")
 
@@ -361,42 +474,67 @@ def images_csv(plots: List[StudyPlot]) -> str:
     return buf.getvalue()
 
 
+def _candidates_table(case: Case, verdict: Verdict, tune: TuneStep) -> List[str]:
+    """Every candidate against the default, size by size, by the tuner's noise rule."""
+    lines = ["| candidate | faster beyond noise | within noise | slower beyond noise |",
+             "|---|---:|---:|---:|"]
+    for curve in sorted(case.curves, key=lambda c: c is not verdict.default):
+        if curve is verdict.default:
+            continue
+        probe = Verdict(curve, verdict.default, False)
+        compare_sizes(probe, tune)
+        name = "; ".join(_show(a, curve.at(a), {}) for a in case.axes)
+        mark = " **(chosen)**" if curve is verdict.chosen and verdict.changed else ""
+        lines.append(f"| {name}{mark} | {len(probe.faster)} | {len(probe.within)} | "
+                     f"{len(probe.slower)} |")
+    return lines
+
+
 def oracle_section(summary: List[Dict[str, Any]], axes: Sequence[Axis], out_dir: Path,
-                   defaults: Optional[Dict[str, str]] = None) -> Tuple[List[str], List[StudyPlot]]:
-    """Markdown lines and the plots written, for every case with a varying parameter."""
-    defaults = defaults or {}
+                   tune: TuneStep) -> Tuple[List[str], List[StudyPlot]]:
+    """Markdown lines and the plots written, for a campaign of a staged tuning."""
+    heading = ("## Tuned vs default (OCI tuning-study style)" if tune.verify
+               else f"## Tuning step {tune.index}: {tune.step} (OCI tuning-study style)")
+    lines = ["", heading, "",
+             "A campaign of `commstack tune` ("
+             + (f"the check of the tuned setting after the steps {', '.join(tune.steps)}"
+                if tune.verify else f"step {tune.index} of {len(tune.steps)}: "
+                + ", ".join(tune.steps))
+             + "). Default (the incumbent): "
+             + (", ".join(f"{k}={v}" for k, v in tune.incumbent.items()) or "none") + ". "
+             f"A candidate replaces it only when {tune.rule_text()} (the tuner's rule, "
+             "`src/commstack/tune/decide.py`), judged on this campaign's repeats. Plots: line "
+             "the trimmed mean, band the min–max over the repeats; file names as in the study "
+             "(`{coll}_{nodes}_{ppn}_{step}`), described in `oracle_images.csv`.", ""]
     found = cases(summary, axes)
     if not found:
-        return [], []
-    lines = ["", "## Tuning steps (OCI tuning-study style)", "",
-             "Per case: one plot per step (the swept parameter's values as lines, the other "
-             "parameters fixed), then tuned vs default. Tuned: best geometric mean over message "
-             "sizes. File names as in the study (`{coll}_{nodes}_{ppn}_{step}`); "
-             "`oracle_images.csv` describes every plot.", ""]
+        lines.append("Only one configuration has results here (the default was kept, or the "
+                     "others failed): nothing to compare.")
+        return lines, []
     plots: List[StudyPlot] = []
     for case in found:
-        case_plots = step_plots(case, out_dir, defaults)
-        final = tuned_vs_default_plot(case, out_dir, defaults)
-        tuned, default = tuned_curve(case), default_curve(case, defaults)
-        lines += [f"### {case.title} ({case.np} processes, {units(case.metric)})", "",
-                  "| step | parameter | tuned | default |", "|---|---|---|---|"]
-        for k, axis in enumerate(case.axes, start=1):
-            held = default is not None and not all(
-                is_default(n, v, defaults) for n, v in zip(axis.names, default.at(axis)))
-            shown = (", ".join(default.at(axis)) or "unset") if default else "?"
-            lines.append(f"| {k} | {axis.label()} | {', '.join(tuned.at(axis)) or 'unset'} | "
-                         f"{shown}{' (no default value swept: as tuned)' if held else ''} |")
-        lines.append("")
-        if final:
-            lines.append(f"Tuned vs default: geometric-mean speedup "
-                         f"{speedup(tuned, default, case):.2f}x over "
-                         f"{len(common_sizes([tuned, default]))} message sizes.")
+        lines += [f"### {case.title} ({case.np} processes, {units(case.metric)})", ""]
+        default = default_curve(case, tune.defaults)
+        if default is None:
+            lines += ["The default configuration ("
+                      + ", ".join(f"{k}={v}" for k, v in tune.incumbent.items())
+                      + ") has no successful runs here: nothing is chosen.", ""]
+            continue
+        verdict = judge(case, default, tune)
+        shown = {id(c): "; ".join(_value(a, c.at(a)) for a in case.axes)
+                 for c in (verdict.chosen, default)}
+        parameter = ", ".join(a.label() for a in case.axes)
+        kept = "" if verdict.changed or tune.verify else " (default kept)"
+        lines += ["| step | parameter | default | " + ("tuned" if tune.verify else "chosen")
+                  + " | noise test |", "|---|---|---|---|---|",
+                  f"| {tune.index} {tune.step} | {parameter} | {shown[id(default)]} | "
+                  f"{shown[id(verdict.chosen)]}{kept} | "
+                  f"{verdict_text(verdict)} |", ""]
+        lines += _candidates_table(case, verdict, tune) + [""]
+        if tune.verify:
+            case_plots = [tuned_vs_default_plot(case, verdict, out_dir, tune)]
         else:
-            lines.append("No default configuration among the points (every varying parameter "
-                         "at `auto`/`default`/unset or its known default; or pass `commstack "
-                         "report --default NAME=VALUE`): no tuned-vs-default plot.")
-        lines.append("")
-        lines += [f"![{p.file}]({p.file})" for p in case_plots + ([final] if final else [])]
-        lines.append("")
-        plots += case_plots + ([final] if final else [])
+            case_plots = step_plots(case, out_dir, tune, verdict.chosen)
+        lines += [f"![{p.file}]({p.file})" for p in case_plots] + [""]
+        plots += case_plots
     return lines, plots

@@ -1,27 +1,89 @@
-"""Pivot aggregated results into tables: message size x parameter value."""
+"""Pivot aggregated results into tables: message size x parameter value, every cell the trimmed
+mean with its range over the repeats.
+
+Rows that are not clean runs never share a table with clean ones: rows of oversubscribed jobs
+(more processes than cores) and IMB's sub-runs (a smaller process count measured inside a larger
+job, whose other ranks still hold cores) get tables of their own, titled as such, and every cell
+of those carries its marker (:data:`MARKERS`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List
 
 import pandas as pd
 
-from commstack.aggregate import ROW_KEYS
+from commstack.aggregate import ROW_KEYS, SUMMARY_FIELDS
+from commstack.report.numbers import Resolution, cell
 
 # Parameters that never label a line (constant by construction or not a knob).
-_NOT_LABELS = {"point_id", "metric", "lower_is_better", "n", "trimmed_mean", "median", "min",
-               "max", *ROW_KEYS}
+_NOT_LABELS = {*SUMMARY_FIELDS, *ROW_KEYS, "subrun_of", "label"}
+
+OVERSUBSCRIBED, SUBRUN = "⚠ov", "⚠sub"
+MARKERS: Dict[str, str] = {
+    OVERSUBSCRIBED: "oversubscribed: the job had more processes than cores, so ranks took turns "
+                    "on the cores; its times measure the oversubscription, not the configuration",
+    SUBRUN: "sub-run: IMB measured this smaller process count inside a larger job (its -npmin "
+            "steps); the job's other ranks were present and waiting, so it is not a run of that "
+            "size on its own",
+}
+
+
+@dataclass(frozen=True)
+class Condition:
+    """How clean the runs of a table are."""
+
+    oversubscribed: bool = False
+    subrun_of: int = 0  # the job size these rows are IMB sub-runs of (0: not a sub-run)
+
+    @property
+    def clean(self) -> bool:
+        return not self.oversubscribed and not self.subrun_of
+
+    def markers(self) -> List[str]:
+        return ([SUBRUN] if self.subrun_of else []) + ([OVERSUBSCRIBED] if self.oversubscribed
+                                                       else [])
+
+    def describe(self) -> str:
+        parts = []
+        if self.subrun_of:
+            parts.append(f"sub-runs inside {self.subrun_of}-rank jobs")
+        if self.oversubscribed:
+            parts.append("oversubscribed (more processes than cores)")
+        return ", ".join(parts)
+
+    def slug(self) -> str:
+        return "".join(f"_{s}" for s, on in (("subrun", self.subrun_of),
+                                              ("oversubscribed", self.oversubscribed)) if on)
 
 
 @dataclass
 class Section:
-    """One table/plot: a benchmark at one process count (and mode)."""
+    """One table/plot: a benchmark at one process count (and mode) under one condition."""
 
     title: str
     slug: str
     metric: str
-    table: pd.DataFrame  # index: bytes (or label), columns: parameter labels
+    mean: pd.DataFrame  # index: bytes (or configuration), columns: parameter labels
+    low: pd.DataFrame   # min over the repeats, same shape
+    high: pd.DataFrame  # max over the repeats
+    n: pd.DataFrame     # repeats that succeeded
+    resolution: Resolution
+    repeats: int        # the most repeats any row of the campaign has
+    condition: Condition = Condition()
+
+    @property
+    def table(self) -> pd.DataFrame:
+        return self.mean
+
+    def cell(self, index: object, column: object) -> str:
+        def at(frame: pd.DataFrame):
+            value = frame.at[index, column]
+            return None if pd.isna(value) else value
+
+        n = at(self.n)
+        return cell(at(self.mean), at(self.low), at(self.high), None if n is None else int(n),
+                    self.resolution, self.repeats, self.condition.markers())
 
 
 def varying_parameters(summary: pd.DataFrame) -> List[str]:
@@ -30,7 +92,7 @@ def varying_parameters(summary: pd.DataFrame) -> List[str]:
     return [c for c in params if summary[c].astype(str).nunique() > 1]
 
 
-def label_column(summary: pd.DataFrame, names: Sequence[str]) -> pd.Series:
+def label_column(summary: pd.DataFrame, names: List[str]) -> pd.Series:
     if not names:
         return pd.Series(["(all)"] * len(summary), index=summary.index)
     return summary[list(names)].astype(str).apply(
@@ -38,29 +100,62 @@ def label_column(summary: pd.DataFrame, names: Sequence[str]) -> pd.Series:
     )
 
 
+def _conditions(summary: pd.DataFrame) -> pd.DataFrame:
+    over = summary.get("oversubscribed", pd.Series(False, index=summary.index))
+    subrun = summary.get("subrun", pd.Series(False, index=summary.index))
+    ranks = summary.get("job_ranks", pd.Series(0, index=summary.index))
+    return summary.assign(
+        oversubscribed=over.fillna(False).astype(bool),
+        subrun_of=[int(r) if s and not pd.isna(r) else 0 for s, r in zip(subrun.fillna(False),
+                                                                         ranks)])
+
+
+def resolutions(summary: pd.DataFrame) -> Dict[str, Resolution]:
+    """Per metric: the printed resolution (the summary's ``quantum``) at the metric's values."""
+    out = {}
+    for metric, part in summary.groupby("metric"):
+        quantum = float(part["quantum"].min()) if "quantum" in part else 0.0
+        out[str(metric)] = Resolution.of(quantum, part["max"].abs().tolist())
+    return out
+
+
 def sections(summary: pd.DataFrame) -> List[Section]:
+    """Clean tables first, then the oversubscribed and sub-run ones (each titled as such)."""
     if summary.empty:
         return []
+    summary = _conditions(summary)
+    res = resolutions(summary)
+    repeats = int(summary["n"].max())
     group_keys = [k for k in ("benchmark", "np", "mode", "group") if k in summary.columns]
+    keys = group_keys + ["oversubscribed", "subrun_of"]
     out: List[Section] = []
-    grouped = summary.groupby(group_keys, dropna=False, sort=True) if group_keys else [((), summary)]
-    for key, part in grouped:
+    for key, part in summary.groupby(keys, dropna=False, sort=True):
         # Lines are labelled by what varies within this table only.
         part = part.assign(label=label_column(part, varying_parameters(part)))
-        key = key if isinstance(key, tuple) else (key,)
         named = {k: v for k, v in zip(group_keys, key) if not _missing(v)}
+        condition = Condition(bool(key[-2]), int(key[-1]))
         title = " ".join(_title_part(k, v) for k, v in named.items()) or "results"
-        slug = "_".join(_slug(k, v) for k, v in named.items()) or "results"
+        slug = ("_".join(_slug(k, v) for k, v in named.items()) or "results") + condition.slug()
+        if not condition.clean:
+            title += f" — ⚠ {condition.describe()}"
         metric = str(part["metric"].iloc[0])
-        index = "bytes" if "bytes" in part.columns and part["bytes"].notna().any() else None
-        if index:
-            table = part.pivot_table(index=index, columns="label", values="trimmed_mean",
-                                     aggfunc="first")
-            table.index = table.index.astype(int)
-        else:
-            table = part.set_index("label")[["trimmed_mean", "median", "min", "max", "n"]]
-        out.append(Section(title, slug, metric, table.sort_index()))
-    return out
+        frames = _pivot(part)
+        out.append(Section(title, slug, metric, *frames, res[metric], repeats, condition))
+    return sorted(out, key=lambda s: not s.condition.clean)  # stable: groupby order within
+
+
+def _pivot(part: pd.DataFrame) -> List[pd.DataFrame]:
+    columns = ("trimmed_mean", "min", "max", "n")
+    if "bytes" in part.columns and part["bytes"].notna().any():
+        frames = [part.pivot_table(index="bytes", columns="label", values=c, aggfunc="first",
+                                   dropna=False) for c in columns]
+        for frame in frames:
+            frame.index = frame.index.astype(int)
+    else:
+        frames = [part.set_index("label")[[c]].rename(columns={c: "value"}) for c in columns]
+        for frame in frames:
+            frame.index.name = "configuration"
+    return [f.sort_index() for f in frames]
 
 
 def _missing(value: object) -> bool:
@@ -80,23 +175,15 @@ def _slug(key: str, value: object) -> str:
     return "".join(c if c.isalnum() or c in "-." else "-" for c in text).strip("-").lower()
 
 
-def to_markdown(table: pd.DataFrame, digits: int = 5) -> str:
-    """A GitHub-flavoured Markdown table with `digits` significant digits."""
-    index_name = table.index.name or ""
-    header = [index_name] + [str(c) for c in table.columns]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for idx, row in table.iterrows():
-        cells = [str(idx)] + [_fmt(v, digits) for v in row.tolist()]
+def to_markdown(section: Section) -> str:
+    """A GitHub-flavoured Markdown table; every cell ``mean [min–max]`` (see :func:`cell`)."""
+    table = section.mean
+    header = [table.index.name or ""] + [str(c) for c in table.columns]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(table.columns)]
+    for idx in table.index:
+        cells = [str(idx)] + [section.cell(idx, col) for col in table.columns]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def _fmt(value: Optional[float], digits: int) -> str:
-    if value is None or (isinstance(value, float) and value != value):
-        return "NaN"
-    if isinstance(value, (int,)) and not isinstance(value, bool):
-        return str(value)
-    return f"{value:.{digits}g}"
 
 
 def units(metric: str) -> str:

@@ -9,6 +9,8 @@ Layout:
 
 An attempt directory is claimed with mkdir (exclusive) and holds a lock while it runs, so two
 runners never take the same attempt and a directory left by a killed runner is recognised.
+Files are written through hidden temporaries (store.files); a run of the campaign removes those
+left by killed runners.
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ from pathlib import Path
 from typing import Iterator, List, Optional
 
 from commstack.matrix.model import Point
-from commstack.store.files import read_json, write_new_json
+from commstack.store.files import read_json, remove_stale_temporaries, write_new_json
 
 DONE, FAILED, PENDING, RUNNING = "done", "failed", "pending", "running"
 # Statuses that count as a failed attempt; `interrupted` (and no record at all) mean "not run".
-FAILURES = ("crash", "timeout", "parse-error", "launch-error")
+FAILURES = ("crash", "timeout", "parse-error", "launch-error", "placement-mismatch")
 _ATTEMPT = re.compile(r"^rep(\d+)\.try(\d+)$")
 
 
@@ -82,8 +84,10 @@ class Campaign:
 
     # --- creation -----------------------------------------------------------------------
     def ensure(self, info: dict) -> None:
+        """Create the campaign if it is new; remove temporaries left by killed runners."""
         (self.root / "points").mkdir(parents=True, exist_ok=True)
         (self.root / "sessions").mkdir(exist_ok=True)
+        remove_stale_temporaries(self.root)
         if not (self.root / "campaign.json").exists():
             try:
                 write_new_json(self.root / "campaign.json", info)

@@ -1,25 +1,53 @@
-"""Atomic, never-overwriting file writes."""
+"""Atomic, never-overwriting file writes.
+
+Each write goes to a hidden temporary beside its target, ``.<name>.<pid>@<host>.tmp``, removed
+when the write fails; one left by a killed process is removed by ``remove_stale_temporaries``
+(each run of a campaign calls it). A failed write raises OSError naming the target.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 from pathlib import Path
-from typing import Any
+from typing import Any, List
 
 
 class AlreadyExists(FileExistsError):
     """A result file exists already; commstack never overwrites one."""
 
 
+_HOST = socket.gethostname().replace("/", "_")
+# .<name>.<pid>@<host>.tmp; .<name>.<pid>.tmp is how commstack named them before the host was
+# part of the name (no file commstack writes has an @ in its name).
+_TAGGED = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)@(?P<host>[^@]+)\.tmp$")
+_UNTAGGED = re.compile(r"^\.(?P<name>[^@]+)\.(?P<pid>\d+)\.tmp$")
+
+
 def _temporary(path: Path, data: bytes) -> Path:
-    """``data`` written and synced to a hidden file beside ``path``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+    """``data`` written and synced to a hidden file beside ``path``; nothing is left behind
+    when that fails (the error then names ``path``, the file that could not be written)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}@{_HOST}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException as exc:
+        _unlink_quietly(tmp)
+        if isinstance(exc, OSError) and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     return tmp
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def write_new(path: Path, data: bytes) -> None:
@@ -29,13 +57,56 @@ def write_new(path: Path, data: bytes) -> None:
         os.link(tmp, path)
     except FileExistsError:
         raise AlreadyExists(f"{path} exists already; results are never overwritten") from None
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     finally:
         os.unlink(tmp)
 
 
 def replace(path: Path, data: bytes) -> None:
     """Atomically replace a derived file (an index or report regenerated from records)."""
-    os.replace(_temporary(path, data), path)
+    tmp = _temporary(path, data)
+    try:
+        os.replace(tmp, path)
+    except OSError as exc:
+        _unlink_quietly(tmp)
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+
+
+def remove_stale_temporaries(root: Path) -> List[Path]:
+    """Remove the temporaries under ``root`` whose writer is gone (a killed process) and return
+    them. Only hidden ``.<name>.<pid>[@<host>].tmp`` files are touched, never a result, and never
+    one whose writer may still run: a live pid, or a writer on another host."""
+    removed = []
+    for directory, _, names in os.walk(root):
+        for name in names:
+            if not name.endswith(".tmp") or _writer_may_run(name):
+                continue
+            path = Path(directory, name)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:  # another runner removed it first
+                continue
+            removed.append(path)
+    return removed
+
+
+def _writer_may_run(name: str) -> bool:
+    """False only for a temporary whose writer is known to be gone: a process of this host
+    (untagged temporaries count as this host's) whose pid no longer exists."""
+    match = _TAGGED.match(name) or _UNTAGGED.match(name)
+    if match is None or match.groupdict().get("host", _HOST) != _HOST:
+        return True
+    try:
+        os.kill(int(match.group("pid")), 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # exists but not ours to signal; not a pid at all
+        return True
+    return True
 
 
 def dump_json(obj: Any) -> bytes:

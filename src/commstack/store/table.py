@@ -23,6 +23,7 @@ def tidy_rows(records: Iterable[dict]) -> List[Dict[str, object]]:
     for rec in records:
         base = {RENAMED.get(col, col): rec.get(col) for col in RECORD_COLUMNS}
         base["flavour"] = rec.get("stack_info", {}).get("flavour")
+        base["placement"] = (rec.get("placement") or {}).get("verdict")
         for name, value in rec.get("params", {}).items():
             base.setdefault(f"param.{name}", value)
         parsed = rec.get("parsed")

@@ -9,12 +9,14 @@ Layout under results/<machine>/<campaign>/<case>/:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
 import yaml
 
+import commstack
 from commstack.aggregate import metric_of, result_rows
 from commstack.launch.slurm import Allocation
 from commstack.machine import Machine
@@ -71,7 +73,7 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
     settings = dict(plan.defaults)
     done_steps: List[dict] = []
     runs = 0
-    for step in plan.steps:
+    for index, step in enumerate(plan.steps, start=1):
         if step.multi_node_only and int(case.get("nodes", plan.base.get("parameters", {})
                                                  .get("nodes", 1))) <= 1:
             continue
@@ -85,7 +87,7 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
             if incumbent not in candidates:
                 candidates.append(incumbent)
             runs += _sweep(plan, case, settings, step.axes, candidates, step_dir, machine,
-                           allocation, log)
+                           allocation, log, _study(plan, case, step.name, index, incumbent))
             decision = _decide(plan, step, case, incumbent, step_dir)
             write_new_json(decision_file, decision)
         log(f"{directory.name}: step {step.name}: "
@@ -98,7 +100,8 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
     tuned = {n: settings[n] for n in names}
     verify_dir = directory / "verify"
     runs += _sweep(plan, case, settings, names, [default, tuned] if tuned != default else [default],
-                   verify_dir, machine, allocation, log)
+                   verify_dir, machine, allocation, log,
+                   _study(plan, case, "verify", len(plan.steps) + 1, default))
     return CaseResult(case, tuned, done_steps, directory, runs)
 
 
@@ -114,9 +117,22 @@ def _matrix_text(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any],
     return header + yaml.safe_dump(data, sort_keys=False)
 
 
+def _study(plan: TunePlan, case: Dict[str, Any], step: str, index: int,
+           incumbent: Dict[str, Any]) -> Dict[str, Any]:
+    """What a step campaign's campaign.json says about the tuning it belongs to (``tune``):
+    reports show the study's sections only for such campaigns, with this incumbent as the
+    default every candidate must beat beyond noise, by this rule."""
+    return {"plan": str(plan.path), "case": case, "step": step, "index": index,
+            "steps": [s.name for s in plan.steps], "axes": list(incumbent),
+            "incumbent": incumbent,
+            "decision": {"noise": plan.decision.noise, "min_gain": plan.decision.min_gain,
+                         "allow_losses": plan.decision.allow_losses}}
+
+
 def _sweep(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axes: List[str],
            candidates: List[Dict[str, Any]], step_dir: Path, machine: Optional[Machine],
-           allocation: Optional[Allocation], log: Callable[[str], None]) -> int:
+           allocation: Optional[Allocation], log: Callable[[str], None],
+           study: Dict[str, Any]) -> int:
     step_dir.mkdir(parents=True, exist_ok=True)
     text = _matrix_text(plan, case, settings, axes, candidates)
     matrix_path = step_dir / "matrix.yaml"
@@ -127,6 +143,11 @@ def _sweep(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axes:
     else:
         write_new(matrix_path, text.encode())
     matrix = load_matrix(matrix_path)
+    campaign = Campaign(step_dir)  # written before run_sweep's, so it carries the marker
+    campaign.ensure({"campaign": campaign.name, "machine": campaign.machine,
+                     "benchmark": matrix.benchmark.name, "created": time.time(),
+                     "matrix": str(matrix.path), "commstack_version": commstack.__version__,
+                     "tune": study})
     result: SweepResult = run_sweep(prepare(matrix, machine, allocation), step_dir, log=log)
     if result.interrupted:
         raise TuneInterrupted(f"{step_dir}: interrupted; run the same command to continue")

@@ -1,0 +1,151 @@
+"""What a flavour module provides: one MPI (or GASNet-EX) and everything commstack must know of it.
+
+Flavour functions take plain values (a ``Request``, a launcher, a ``Placement``, an environment)
+and return plain values, so this package imports nothing else of commstack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+# block: consecutive ranks fill one NUMA domain first; cyclic: round-robin over NUMA domains.
+MAPPINGS = ("block", "cyclic")
+# Every flavour's ranks may run OpenMP code.
+COMMON_FAMILIES = ("OMP_",)
+
+
+class FlavourError(ValueError):
+    """A launch this flavour cannot do as asked (the caller names the point)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a point asks of a launch."""
+
+    ranks_per_node: int
+    nodes: int = 1
+    mapping: Optional[str] = None
+    oversubscribed: bool = False
+    as_root: bool = False  # Open MPI's mpirun refuses root without --allow-run-as-root
+    conduit: Optional[str] = None  # GASNet-EX
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.ranks_per_node
+
+
+@dataclass(frozen=True)
+class Placement:
+    """How a flavour is asked for one mapping: launcher arguments and environment variables.
+
+    ``args`` go to the flavour's own launcher only; ``env`` to every launch of it, under srun
+    too unless the flavour says it acts only through its launcher (Intel MPI's hydra pins)."""
+
+    args: Tuple[str, ...] = ()
+    env: Tuple[Tuple[str, str], ...] = ()
+    source: str = "built-in"  # or "machine.yaml"
+
+    @classmethod
+    def of(cls, args: Sequence[str] = (), env: Optional[Dict[str, object]] = None,
+           source: str = "built-in") -> "Placement":
+        return cls(tuple(str(a) for a in args),
+                   tuple(sorted((str(k), str(v)) for k, v in (env or {}).items())), source)
+
+    @property
+    def env_dict(self) -> Dict[str, str]:
+        return dict(self.env)
+
+
+@dataclass
+class Launch:
+    """The launcher's part of a command (the benchmark's argv follows) and the environment."""
+
+    argv: List[str]
+    env: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VersionTool:
+    """A command whose output identifies the installation, saved as <stack>.<file>."""
+
+    file: str
+    argv: Tuple[str, ...]  # "{launcher}" stands for the stack's launcher
+
+
+class Flavour:
+    """Defaults shared by the flavours; each module overrides what differs."""
+
+    name = ""  # the matrix's `flavour:` value
+    label = ""  # for people
+    env_families: Tuple[str, ...] = COMMON_FAMILIES  # variable prefixes its libraries read
+    mca = False  # reads mca.<name> as OMPI_MCA_<name>
+    conduits: Tuple[str, ...] = ()  # a stack of this flavour must name one (GASNet-EX)
+    node_local_conduits: Tuple[str, ...] = ()  # conduits whose processes share one node
+    launches_locally = True  # False: only srun starts it (Cray MPICH)
+    srun_plugin = "pmi2"  # srun --mpi=<plugin> when machine.yaml does not say
+    # Whether its placement variables act under srun (read by the library, not by its launcher).
+    placement_env_under_srun = True
+    binding_report: Optional[str] = None  # commstack.placement.reports parser of its report
+    version_tools: Tuple[VersionTool, ...] = ()
+    placements: Dict[str, Placement] = {}  # built-in, per mapping
+
+    # --- launchers ------------------------------------------------------------------------
+    def default_launcher(self, conduit: Optional[str] = None) -> str:
+        return "mpirun"
+
+    def stack_env(self, root: Optional[str]) -> Dict[str, str]:
+        """Variables a stack of this flavour needs from its installation root."""
+        return {}
+
+    def placement(self, mapping: Optional[str], declared: Optional[Placement]) -> Placement:
+        """machine.yaml first, built-in defaults second; no mapping, nothing to add."""
+        if not mapping:
+            return Placement()
+        if declared is not None:
+            return declared
+        if mapping in self.placements:
+            return self.placements[mapping]
+        raise FlavourError(f"mapping {mapping!r} has no built-in placement for {self.label} "
+                           f"stacks; declare mapping.{mapping}.{self.name} (args, env) in the "
+                           "machine's machine.yaml, or drop the mapping axis")
+
+    def ucx_evidence(self, env: Dict[str, str], conduit: Optional[str] = None) -> Optional[str]:
+        """Why a run with this environment must have used UCX (it fails without), or None."""
+        return None
+
+    def report_env(self, env: Dict[str, str]) -> Dict[str, str]:
+        """Variables that make the MPI print where it bound each rank (kept if already set)."""
+        return {}
+
+    def local(self, launcher: str, req: Request, placement: Placement,
+              env: Dict[str, str]) -> Launch:
+        """The launcher on this node for ``req.ranks_per_node`` ranks."""
+        raise FlavourError(f"{self.label} stacks are launched with srun inside a Slurm "
+                           "allocation, not locally")
+
+    def in_allocation(self, command: Sequence[str], req: Request, placement: Placement,
+                      env: Dict[str, str]) -> Launch:
+        """Its own launcher (``command`` with machine.yaml's args) inside a Slurm allocation."""
+        raise FlavourError(f"{self.label} has no launcher of its own inside an allocation; "
+                           f"set launchers.{self.name}.command: srun in machine.yaml")
+
+    def srun_env(self, placement: Placement, env: Dict[str, str]) -> Dict[str, str]:
+        """The environment of an srun step: placement variables (where they act there) and the
+        binding report's."""
+        return self.placed_env(placement, env, self.placement_env_under_srun)
+
+    def placed_env(self, placement: Placement, env: Dict[str, str], with_placement: bool = True
+                   ) -> Dict[str, str]:
+        out = dict(env)
+        if with_placement:
+            out.update(placement.env_dict)
+        out.update(self.report_env(out))
+        return out
+
+
+def with_env(env: Dict[str, str], *more: Dict[str, str]) -> Dict[str, str]:
+    out = dict(env)
+    for extra in more:
+        out.update(extra)
+    return out

@@ -1,0 +1,59 @@
+"""Intel MPI: hydra's mpirun, I_MPI_* variables, pinning by I_MPI_PIN_*, I_MPI_DEBUG's pin table."""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence
+
+from commstack.flavours.base import (
+    COMMON_FAMILIES,
+    Flavour,
+    Launch,
+    Placement,
+    Request,
+    VersionTool,
+)
+
+# I_MPI_DEBUG=4 prints "MPI startup(): Rank Pid Node name Pin cpu" for every rank.
+PIN_TABLE_LEVEL = "4"
+
+
+class IntelMPI(Flavour):
+    name = "intelmpi"
+    label = "Intel MPI"
+    env_families = ("UCX_", "I_MPI_", "FI_", "MPIR_CVAR_", *COMMON_FAMILIES)
+    srun_plugin = "pmi2"  # also needs I_MPI_PMI_LIBRARY, a machine fact (launchers.intelmpi.env)
+    binding_report = "intelmpi"
+    version_tools = (VersionTool("version.txt", ("{launcher}", "-V")),
+                     VersionTool("impi_info.txt", ("impi_info",)))
+    # hydra (mpirun) pins by these variables; under srun they do nothing (tested: srun's binding,
+    # or none, is what the pin table then shows), so srun steps get only the report's variable.
+    placement_env_under_srun = False
+    placements = {
+        "block": Placement.of(env={"I_MPI_PIN_DOMAIN": "core", "I_MPI_PIN_ORDER": "compact"}),
+        "cyclic": Placement.of(env={"I_MPI_PIN_DOMAIN": "core", "I_MPI_PIN_ORDER": "scatter"}),
+    }
+
+    def ucx_evidence(self, env: Dict[str, str], conduit: Optional[str] = None) -> Optional[str]:
+        for name in ("FI_PROVIDER", "I_MPI_OFI_PROVIDER"):
+            if env.get(name, "").strip() == "mlx":
+                return f"{name}=mlx (Intel MPI's UCX-based provider)"
+        return None
+
+    def stack_env(self, root: Optional[str]) -> Dict[str, str]:
+        return {"I_MPI_ROOT": root} if root else {}
+
+    def report_env(self, env: Dict[str, str]) -> Dict[str, str]:
+        return {} if "I_MPI_DEBUG" in env else {"I_MPI_DEBUG": PIN_TABLE_LEVEL}
+
+    def local(self, launcher: str, req: Request, placement: Placement,
+              env: Dict[str, str]) -> Launch:
+        argv = [launcher, "-n", str(req.ranks_per_node), "-ppn", str(req.ranks_per_node)]
+        return Launch(argv + list(placement.args), self.placed_env(placement, env))
+
+    def in_allocation(self, command: Sequence[str], req: Request, placement: Placement,
+                      env: Dict[str, str]) -> Launch:
+        argv = [*command, "-n", str(req.ranks), "-ppn", str(req.ranks_per_node)]
+        return Launch(argv + list(placement.args), self.placed_env(placement, env))
+
+
+FLAVOUR = IntelMPI()

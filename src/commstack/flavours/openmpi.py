@@ -1,0 +1,87 @@
+"""Open MPI: mpirun (ORTE in 4.x, PRRTE in 5.x), MCA parameters, --report-bindings."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+from commstack.flavours.base import (
+    COMMON_FAMILIES,
+    Flavour,
+    Launch,
+    Placement,
+    Request,
+    VersionTool,
+    with_env,
+)
+
+
+class OpenMPI(Flavour):
+    name = "openmpi"
+    label = "Open MPI"
+    env_families = ("UCX_", "UCC_", "HCOLL_", "OMPI_", "PMIX_", "FI_", *COMMON_FAMILIES)
+    mca = True
+    srun_plugin = "pmix"  # Debian's and most builds speak PMIx to srun, not Slurm's PMI2
+    binding_report = "openmpi"
+    version_tools = (VersionTool("ompi_info.txt", ("ompi_info", "--parsable")),)
+    placements = {
+        "block": Placement.of(["--map-by", "core", "--bind-to", "core"]),
+        "cyclic": Placement.of(["--map-by", "numa", "--bind-to", "core"]),
+    }
+
+    def ucx_evidence(self, env: Dict[str, str], conduit: Optional[str] = None) -> Optional[str]:
+        for name in ("OMPI_MCA_pml", "OMPI_MCA_osc"):
+            if env.get(name, "").strip() == "ucx":
+                return f"{name}=ucx"
+        return None
+
+    def local(self, launcher: str, req: Request, placement: Placement,
+              env: Dict[str, str]) -> Launch:
+        argv = [launcher, "-np", str(req.ranks_per_node)]
+        argv += self._common(req, placement)
+        env = with_env(env, placement.env_dict)
+        return Launch(argv + _exports(env), env)
+
+    def in_allocation(self, command: Sequence[str], req: Request, placement: Placement,
+                      env: Dict[str, str]) -> Launch:
+        # mpirun reads the allocation's nodes from Slurm; --npernode keeps ranks_per_node on each
+        # (a second --map-by would replace ppr:N:node, so a mapping takes --npernode).
+        argv = [*command, "-np", str(req.ranks)]
+        if req.mapping:
+            argv += ["--npernode", str(req.ranks_per_node)]
+        else:
+            argv += ["--map-by", f"ppr:{req.ranks_per_node}:node"]
+        argv += self._common(req, placement)
+        env = with_env(env, placement.env_dict)
+        return Launch(argv + _exports(env), env)
+
+    def _common(self, req: Request, placement: Placement) -> List[str]:
+        argv = ["--allow-run-as-root"] if req.as_root else []
+        if req.oversubscribed:
+            argv.append("--oversubscribe")
+        args = list(placement.args)
+        argv += _overloaded(args) if req.oversubscribed else args
+        return argv + ["--report-bindings"]
+
+
+def _overloaded(args: List[str]) -> List[str]:
+    """Placement arguments that allow more ranks than cores (--map-by X:OVERSUBSCRIBE,
+    --bind-to Y:overload-allowed)."""
+    out = list(args)
+    for i, arg in enumerate(out[:-1]):
+        value = out[i + 1]
+        if arg == "--map-by" and "OVERSUBSCRIBE" not in value.upper():
+            out[i + 1] = value + ":OVERSUBSCRIBE"
+        elif arg == "--bind-to" and "overload-allowed" not in value and value != "none":
+            out[i + 1] = value + ":overload-allowed"
+    return out
+
+
+def _exports(env: Dict[str, str]) -> List[str]:
+    """mpirun passes only the variables named with -x to remote ranks."""
+    argv: List[str] = []
+    for name in sorted(env):
+        argv += ["-x", name]
+    return argv
+
+
+FLAVOUR = OpenMPI()
