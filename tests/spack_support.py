@@ -51,3 +51,29 @@ def gasnet_skip_reason():
 def install_gasnet(workdir: Path) -> Path:
     """GASNet-EX testlarge/testsmall/testam for the smp and udp conduits; the view's bin."""
     return install_view_bin(GASNET_ENV, workdir, "testlarge-smp")
+
+
+OSU_OPENMPI_ENV = SPACK_ENVS_DIR / "osu-openmpi"
+OSU_MPICH_ENV = SPACK_ENVS_DIR / "osu-mpich"
+OSU_7_3 = "8fa25b8aaa34e4b07ab3a4f30b7690ab46b038b08d204a853a9b6aa7bdb02f2f"
+
+
+def osu_skip_reason():
+    """Why OSU Micro-Benchmarks 7.3 cannot be built here, or None."""
+    reason = spack_skip_reason()
+    if reason:
+        return reason
+    if not (find_mirror() / "_source-cache" / "archive" / OSU_7_3[:2] / f"{OSU_7_3}.tar.gz").exists():
+        return ("skipped: OSU 7.3 not in the mirror (commstack mirror --package osu-micro-benchmarks "
+                "--clones DIR --out MIRROR, with a clone of the repository named in "
+                "packages/mirror-sources.tsv)")
+    return None
+
+
+def install_osu(env_src: Path, workdir: Path) -> Path:
+    """OSU Micro-Benchmarks built by Spack; returns <view>/libexec/osu-micro-benchmarks/mpi, which
+    holds pt2pt/, collective/, one-sided/ and startup/ (the recipe installs nothing in bin/)."""
+    mpi = install_env(env_src, workdir) / ".spack-env" / "view" / "libexec" / "osu-micro-benchmarks" / "mpi"
+    if not (mpi / "pt2pt" / "osu_latency").is_file():
+        raise RuntimeError(f"spack install succeeded but {mpi}/pt2pt/osu_latency is missing")
+    return mpi

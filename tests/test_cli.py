@@ -164,6 +164,11 @@ def test_status_and_unknown_imb_name_is_a_failure(impi_root, write_matrix, tmp_p
     assert status.returncode == 3
     assert status.stdout.strip().endswith("2 done, 2 failed, 0 running, 0 pending (of 4 runs)")
     assert commstack("status", str(tmp_path)).returncode == 2  # not a campaign
+    report = commstack("report", str(root))
+    assert report.returncode == 0, report.stderr
+    text = (root / "report" / "report.md").read_text()
+    why = [line for line in text.splitlines() if "| parse-error |" in line]
+    assert len(why) == 2 and all("Invalid benchmark name nosuchbench" in line for line in why)
 
 
 def test_secrets_never_reach_provenance(monkeypatch):

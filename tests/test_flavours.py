@@ -77,7 +77,7 @@ ROWS = {
     ("gasnet", "alloc"): "error: no built-in placement for GASNet-EX stacks",
 }
 PATHS = ("local", "srun", "alloc")
-LAUNCHER_NAMES = ("mpirun", "mpiexec", "mpiexec.hydra", "mpirun.openmpi", "mpiexec.mpich",
+LAUNCHER_NAMES = ("srun", "mpirun", "mpiexec", "mpiexec.hydra", "mpirun.openmpi", "mpiexec.mpich",
                   "gasnetrun_ibv", "gasnetrun_smp", "amudprun")
 
 

@@ -48,7 +48,7 @@ def test_unknown_flavour(write_matrix):
 
 
 def test_unknown_benchmark(write_matrix):
-    msg = rejected(write_matrix, "benchmark: osu\n" + GOOD_STACKS)
+    msg = rejected(write_matrix, "benchmark: hpcg\n" + GOOD_STACKS)
     assert "benchmark" in msg and "imb-mpi1" in msg
 
 

@@ -42,14 +42,13 @@ not measured.
 
 from __future__ import annotations
 
-import decimal
 import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from commstack.aggregate import METRICS, ROW_KEYS, metric_of, trimmed_mean
+from commstack.aggregate import METRICS, ROW_KEYS, metric_of, print_quantum, trimmed_mean
 from commstack.errors import CampaignError
 from commstack.report.pivot import dimensions
 from commstack.store.campaign import Campaign
@@ -168,14 +167,6 @@ class Match:
         if self.a.lower_is_better:
             return lo, hi
         return (1 / hi if hi else math.inf), (1 / lo if lo else math.inf)
-
-
-def print_quantum(values: Sequence[float]) -> float:
-    """The unit of the last printed digit: the finest decimal step among the values (0.01 for
-    IMB's "0.03"; tiny for computed values)."""
-    exponents = [decimal.Decimal(repr(float(v))).as_tuple().exponent for v in values
-                 if math.isfinite(v)]
-    return 10.0 ** min(exponents) if exponents else 0.0
 
 
 # Student's t, one-sided 99 %, by degrees of freedom (the largest tabulated <= df is used).

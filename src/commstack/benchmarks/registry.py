@@ -47,7 +47,7 @@ class Benchmark:
 
     name: str
     executable: str
-    parser: str  # "imb", "cartex" or "gasnet"
+    parser: str  # "imb", "cartex", "gasnet" or "osu"
     options: Mapping[str, Option] = field(default_factory=dict)
     # Parser notes that mean the run did not measure what was asked (the run is a failure).
     fatal_notes: Tuple[str, ...] = ()
@@ -147,6 +147,19 @@ _GASNET_TESTS: Dict[str, Option] = {
     "sections": Option("", "trailing", "test sections: A (latency, testsmall), B (bandwidth)"),
 }
 
+# OSU Micro-Benchmarks 7.x (osu_latency, osu_bw, osu_allreduce, ...): one program per test, picked
+# with the `executable` parameter. -f exists for the collectives only (osu_latency rejects it).
+_OSU: Dict[str, Option] = {
+    "message_size": Option("-m", help="[MIN:]MAX message sizes in bytes, e.g. '1:65536'"),
+    "iterations": Option("-i", help="timed iterations per size"),
+    "warmup": Option("-x", help="untimed warm-up iterations per size"),
+    "full": Option("-f", "flag", "collectives: also min/max latency and iterations"),
+    "window_size": Option("-W", help="osu_bw/osu_bibw/osu_mbw_mr: messages per window"),
+    "num_pairs": Option("-p", help="osu_mbw_mr: communicating pairs"),
+    "mem_limit": Option("-M", help="collectives: per-process memory limit in bytes"),
+    "datatype": Option("-T", help="mpi_char|mpi_int|mpi_float (one per run; not 'all')"),
+}
+
 # IMB runs every default benchmark when it meets an unknown name, and exits 0.
 _IMB_FATAL = ("Invalid benchmark name",)
 
@@ -162,6 +175,7 @@ BENCHMARKS: Dict[str, Benchmark] = {
     # A gasnet stack runs <executable>-<conduit>, e.g. testlarge-ibv.
     "gasnet-testlarge": Benchmark("gasnet-testlarge", "testlarge", "gasnet", _GASNET_TESTS),
     "gasnet-testsmall": Benchmark("gasnet-testsmall", "testsmall", "gasnet", _GASNET_TESTS),
+    "osu": Benchmark("osu", "osu_latency", "osu", _OSU),
 }
 
 
@@ -173,7 +187,7 @@ def get(name: str) -> Benchmark:
 
 
 def parser_for(name: str) -> Callable[[str], Any]:
-    """The parse function for a benchmark name or a parser name ('imb', 'cartex', 'gasnet')."""
+    """The parse function for a benchmark or parser name ('imb', 'cartex', 'gasnet', 'osu')."""
     kind = BENCHMARKS[name].parser if name in BENCHMARKS else name
     if kind == "imb":
         from commstack.parsers.imb import parse_imb
@@ -187,4 +201,8 @@ def parser_for(name: str) -> Callable[[str], Any]:
         from commstack.parsers.gasnet import parse_gasnet
 
         return parse_gasnet
-    raise KeyError(f"unknown parser {name!r}; known: imb, cartex, gasnet")
+    if kind == "osu":
+        from commstack.parsers.osu import parse_osu
+
+        return parse_osu
+    raise KeyError(f"unknown parser {name!r}; known: imb, cartex, gasnet, osu")

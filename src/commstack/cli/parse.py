@@ -11,8 +11,8 @@ from commstack.benchmarks import registry
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, help="stdout of one benchmark run")
-    p.add_argument("--benchmark", required=True, choices=["imb", "cartex", "gasnet"],
-                   help="output format (gasnet: testlarge or testsmall)")
+    p.add_argument("--benchmark", required=True, choices=["imb", "cartex", "gasnet", "osu"],
+                   help="output format (gasnet: testlarge or testsmall; osu: any osu_* MPI test)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
 
 

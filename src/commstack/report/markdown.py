@@ -233,13 +233,28 @@ def _problems(records: List[dict]) -> List[str]:
     lines: List[str] = []
     bad = [r for r in records if r["status"] != "ok"]
     if bad:
-        lines += ["", "## Runs that did not succeed", "", "| point | repeat | try | status | exit |",
-                  "|---|---|---|---|---|"]
+        lines += ["", "## Runs that did not succeed", "", "| point | repeat | try | status | exit | why |",
+                  "|---|---|---|---|---|---|"]
         lines += [f"| {r['point_id']} | {r['repeat']} | {r['attempt']} | {r['status']} | "
-                  f"{r.get('exit_code')} |" for r in bad]
+                  f"{r.get('exit_code')} | {_why(r)} |" for r in bad]
     flagged = sorted({(r["point_id"], v) for r in records
                       for v in (r.get("ucx") or {}).get("unrecognised", [])})
     if flagged:
         lines += ["", "## UCX variables UCX did not recognise", ""]
         lines += [f"- point {pid}: `{name}`" for pid, name in flagged]
+    unchecked = sorted({(name, (r.get("ucx") or {}).get("unchecked_reason") or "")
+                        for r in records for name in (r.get("ucx") or {}).get("unchecked", {})})
+    if unchecked:
+        lines += ["", "## UCX variables set but not confirmed", ""]
+        lines += [f"- `{name}`: {why}" for name, why in unchecked]
     return lines
+
+
+def _why(record: dict) -> str:
+    """The reason a run did not succeed, short enough for a table cell."""
+    placement = record.get("placement") or {}
+    text = record.get("parse_error") or (
+        placement.get("summary") if record.get("status") == "placement-mismatch" else None) or (
+        record.get("notes") or [""])[-1]
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    return text if len(text) <= 160 else text[:157] + "..."

@@ -104,23 +104,30 @@ def verify(result: CaseResult, names: List[str], defaults: Dict[str, Any],
 
 
 def plot_tuned_vs_default(check: Dict[str, Any], title: str, path: Path) -> Optional[Path]:
+    """Tuned and default per message size: the line is the rule's value (trimmed mean), the band
+    the min–max of every pooled repeat."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from commstack.report.plots import BAND_ALPHA, plain_log_axes
+
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    seen: List[float] = []
     for label, series in check["data"].items():
-        points = sorted((s, rule.Stats.of(v).value) for s, v in series.items() if s)
-        if points:
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3,
-                    label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+        sizes = sorted(s for s, v in series.items() if s and v)
+        if not sizes:
+            continue
+        values = [rule.Stats.of(series[s]).value for s in sizes]
+        low, high = [min(series[s]) for s in sizes], [max(series[s]) for s in sizes]
+        (line,) = ax.plot(sizes, values, marker="o", markersize=3, label=label)
+        ax.fill_between(sizes, low, high, color=line.get_color(), alpha=BAND_ALPHA, linewidth=0)
+        seen += low + high
+    plain_log_axes(ax, seen)
     ax.set_xlabel("message size [bytes]")
-    ax.set_ylabel("time [usec] (trimmed mean over repeats)")
+    ax.set_ylabel("time [usec]: trimmed mean, band min–max of the repeats")
     ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,201 @@
+"""Parser for the stdout of one OSU Micro-Benchmarks (OMB) MPI run (``osu_latency``, ``osu_bw``,
+``osu_allreduce``, ...; format of OMB 7.x, c/util/osu_util_mpi.c).
+
+Rank 0 prints a title, a column header and one row per message size::
+
+    # OSU MPI Latency Test v7.3                  <- title: test name and OMB version
+    # Size          Latency (us)                 <- column header (columns >= 2 spaces apart)
+    # Datatype: MPI_CHAR.
+    1                       0.43
+    ...
+
+Collectives print a blank line first and ``# Size  Avg Latency(us)``; with ``-f`` also
+``Min Latency(us)``, ``Max Latency(us)`` and ``Iterations``. ``osu_mbw_mr`` prints its title
+twice, a ``# [ pairs: 1 ] [ window size: 64 ]`` line and ``MB/s  Messages/s``.
+
+Row keys follow the IMB parser where they mean the same, so that aggregation and reports pick
+them up: ``t_us`` for point-to-point latency (half a round trip, like IMB PingPong's ``t[usec]``),
+``t_avg_us``/``t_min_us``/``t_max_us`` for a collective's latency averaged/min/max over ranks,
+``mbytes_per_s`` (OMB's MB/s are 10^6 B/s, as IMB's), ``msg_per_s``, ``repetitions`` (``-f``'s
+Iterations). ``benchmark`` is the test name from the title without "OSU MPI" and "Test", e.g.
+``Latency``, ``Allreduce Latency``, ``Multiple Bandwidth / Message Rate``.
+
+OMB prints no end-of-run line: output cut between two rows (a killed run) reads like a run with
+a smaller ``-m``; the sweep tells those apart by the exit status. Output cut inside a row, a
+header without rows, a usage text (rejected option) or empty stdout raise :class:`ParseError`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from .errors import ParseError
+from .imb import strip_launcher_prefix
+
+_TITLE = re.compile(r"^# OSU MPI(?P<accel>-\S+)? (?P<name>.+?)(?: Test)?(?: v(?P<version>\S+))?$")
+_HEADER_START = ("# Size", "# Avg Latency(us)", "# Overall(us)")
+# Column label as printed -> row key (one key per label; unknown labels get a snake_case key).
+_COLUMNS: Dict[str, str] = {
+    "Size": "bytes",
+    "Latency (us)": "t_us",
+    "Avg Latency(us)": "t_avg_us",
+    "Min Latency(us)": "t_min_us",
+    "Max Latency(us)": "t_max_us",
+    "Iterations": "repetitions",
+    "Bandwidth (MB/s)": "mbytes_per_s",
+    "MB/s": "mbytes_per_s",
+    "Messages/s": "msg_per_s",
+    "Overall(us)": "t_ovrl_us",
+    "Compute(us)": "t_cpu_us",
+    "Pure Comm.(us)": "t_pure_us",
+    "Overlap(%)": "overlap_pct",
+    "P50 Tail Lat(us)": "t_p50_us",
+    "P95 Tail Lat(us)": "t_p95_us",
+    "P99 Tail Lat(us)": "t_p99_us",
+}
+_INT_KEYS = {"bytes", "repetitions"}
+_DATATYPE = re.compile(r"^# Datatype: (?P<name>\S+?)\.?$")
+# UCX log lines ("[1795329961.243038] [vm:950  :0]  ucp_context.c:1849 UCX  INFO ..."), as in imb
+_UCX_LINE = re.compile(r"^\[\d+\.\d+\]\s+\[[^\]]*\]")
+_UCX_PROBLEM = re.compile(r"\bUCX\s+(?:WARN|ERROR|FATAL)\b")
+_PAIRS = re.compile(r"^# \[ pairs: (?P<pairs>\d+) \] \[ window size: (?P<window>\d+) \]")
+_USAGE = re.compile(r"^Usage: (?P<program>osu_\S+) \[options\]")
+# Launcher messages on stdout after which the table is not a complete measurement.
+_ABORTS = ("BAD TERMINATION", "YOUR APPLICATION TERMINATED", "MPI_ABORT was invoked")
+
+
+@dataclass
+class OsuOutput:
+    """One OMB run: ``rows`` (one dict per message size) and parser ``notes``."""
+
+    benchmark: str  # test name from the title, e.g. "Latency", "Allreduce Latency"
+    version: str  # OMB version from the title ("" if the title has none)
+    columns: List[str] = field(default_factory=list)  # row keys, in header order
+    datatypes: List[str] = field(default_factory=list)  # from "# Datatype: MPI_CHAR."
+    rows: List[dict] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    pairs: Optional[int] = None  # osu_mbw_mr: communicating pairs
+    window_size: Optional[int] = None  # osu_mbw_mr: messages per window
+
+
+def _columns(header: str, number: int, notes: List[str]) -> List[str]:
+    labels = [label.strip() for label in re.split(r"\s{2,}", header.lstrip("#").strip())]
+    keys = []
+    for label in labels:
+        key = _COLUMNS.get(label)
+        if key is None:
+            key = re.sub(r"[^0-9a-z]+", "_", label.lower()).strip("_")
+            notes.append(f"line {number}: unknown column {label!r} stored as {key!r}")
+        keys.append(key)
+    return keys
+
+
+def _value(key: str, token: str, number: int) -> object:
+    try:
+        return int(token) if key in _INT_KEYS else float(token)
+    except ValueError:
+        raise ParseError(f"{key}: {token!r} is not a number (row cut off?)", number) from None
+
+
+def parse_osu(text: str) -> OsuOutput:
+    """Parse the stdout of one OMB run; raise :class:`ParseError` when it is not a complete
+    table (see the module docstring)."""
+    if not text.strip():
+        raise ParseError("empty output: OMB printed nothing (wrong process count, e.g. "
+                         "osu_latency on 3 ranks, says so on stderr)")
+    lines = [strip_launcher_prefix(line) for line in text.splitlines()]
+    out: Optional[OsuOutput] = None
+    header_line = 0
+    ucx_lines = 0
+    for number, line in enumerate(lines, 1):
+        for abort in _ABORTS:
+            if abort in line:
+                raise ParseError(f"launcher reports an abnormal end: {line.strip(' =')!r}", number)
+        usage = _USAGE.match(line)
+        if usage:
+            raise ParseError(f"{usage['program']} printed its usage text: an option was rejected "
+                             "(its stderr names it)", number)
+        if _UCX_LINE.match(line):
+            if out is not None and _UCX_PROBLEM.search(line):
+                out.notes.append(_UCX_LINE.sub("", line).strip())
+            ucx_lines += 1
+            continue
+        if not line.strip():
+            continue
+        title = _TITLE.match(line)
+        if title:
+            if out is None:
+                out = OsuOutput(benchmark=title["name"], version=title["version"] or "")
+            elif title["name"] != out.benchmark:
+                raise ParseError(f"second title {line!r} in the output of {out.benchmark!r}",
+                                 number)
+            continue  # osu_mbw_mr prints its title twice
+        if out is None:
+            if line.startswith("#"):
+                continue
+            raise ParseError(f"no '# OSU MPI ... Test' title before {line.strip()!r}: not the "
+                             "output of an OSU benchmark", number)
+        if line.startswith(_HEADER_START):
+            if out.columns:
+                # -T all prints one table per datatype (OMB 7.3's point-to-point tests even
+                # label the later ones "Avg Latency(us)"); rows are aggregated by size only.
+                raise ParseError(f"{out.benchmark}: a second table ({', '.join(out.datatypes)}):"
+                                 " one datatype per run please (-T all is not supported)",
+                                 number)
+            out.columns = _columns(line, number, out.notes)
+            header_line = number
+            continue
+        datatype = _DATATYPE.match(line)
+        if datatype:
+            out.datatypes.append(datatype["name"])
+            continue
+        pairs = _PAIRS.match(line)
+        if pairs:
+            out.pairs, out.window_size = int(pairs["pairs"]), int(pairs["window"])
+            continue
+        if line.startswith("#"):
+            continue
+        if not out.columns:
+            raise ParseError(f"{out.benchmark}: row {line.strip()!r} before the column header",
+                             number)
+        out.rows.append(_row(line, number, out))
+    if out is None:
+        raise ParseError("no '# OSU MPI ... Test' title: not the output of an OSU benchmark")
+    if not out.columns:
+        raise ParseError(f"{out.benchmark}: no column header ('# Size ...'): output cut off")
+    if not out.rows:
+        raise ParseError(f"{out.benchmark}: column header but no rows (output cut off, or no "
+                         "message size in the -m range, e.g. -m 8:2)", header_line)
+    _check_sizes(out)
+    if ucx_lines:
+        out.notes.append(f"ignored {ucx_lines} UCX log lines")
+    return out
+
+
+def _row(line: str, number: int, out: OsuOutput) -> dict:
+    tokens = line.split()
+    if len(tokens) != len(out.columns):
+        raise ParseError(f"{out.benchmark}: row has {len(tokens)} values, the header has "
+                         f"{len(out.columns)} columns: {line.strip()!r} (output cut off?)", number)
+    row: dict = {"suite": "osu", "benchmark": out.benchmark}
+    for key, token in zip(out.columns, tokens):
+        row[key] = _value(key, token, number)
+    if out.datatypes:
+        row["datatype"] = out.datatypes[-1]
+    if out.pairs is not None:
+        row["pairs"], row["window_size"] = out.pairs, out.window_size
+    row["status"] = "ok"
+    return row
+
+
+def _check_sizes(out: OsuOutput) -> None:
+    """OMB doubles the message size from row to row: a gap or repeat means lost lines."""
+    if "bytes" not in out.columns:
+        return
+    sizes = [row["bytes"] for row in out.rows]
+    for before, after in zip(sizes, sizes[1:]):
+        if after != 2 * max(before, 1) and not (before == 0 and after == 1):
+            raise ParseError(f"{out.benchmark}: message size {after} follows {before} "
+                             "(OMB doubles it each row): lines are missing or mixed")
