@@ -102,3 +102,23 @@ def test_intel_mpi_root_defaults_to_the_venv_holding_impi_rt(write_matrix):
     plan = commstack("plan", str(matrix), env=env)
     assert plan.returncode == 0, plan.stderr
     assert f"I_MPI_ROOT={sys.prefix}" in plan.stdout
+
+
+def test_quickstart_open_mpi_imb_is_found_without_exporting_its_variable(write_matrix):
+    """quickstart.sh builds IMB against Debian Open MPI under ~/.cache/commstack/envs; a later
+    shell finds it without COMMSTACK_IMB_OPENMPI_BIN, so `plan` and `status` agree with the run."""
+    bindir = (Path.home() / ".cache" / "commstack" / "envs" / "imb-openmpi" / ".spack-env" /
+              "view" / "bin")
+    if not (bindir / "IMB-MPI1").is_file() or not shutil.which("mpirun.openmpi"):
+        pytest.skip("skipped: no quickstart-built IMB for Debian Open MPI (needs Spack)")
+    env = {k: v for k, v in os.environ.items() if k != "COMMSTACK_IMB_OPENMPI_BIN"}
+    matrix = write_matrix("""
+        benchmark: imb-mpi1
+        stacks:
+          ompi: {flavour: openmpi, launcher: mpirun.openmpi, bin: "${COMMSTACK_IMB_OPENMPI_BIN}",
+                 optional: true}
+        parameters: {ranks_per_node: 2, benchmarks: PingPong}
+        """)
+    plan = commstack("plan", str(matrix), env=env)
+    assert plan.returncode == 0 and "SKIPPED" not in plan.stdout, plan.stdout + plan.stderr
+    assert f"{bindir}/IMB-MPI1" in plan.stdout

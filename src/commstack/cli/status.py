@@ -47,7 +47,9 @@ def execute(args: argparse.Namespace) -> int:
     summary = ", ".join(f"{totals[s]} {s}" for s in STATES if s != SKIPPED or totals[s])
     to_do = f"; {total - totals[SKIPPED]} to do here, as `plan` counts" if totals[SKIPPED] else ""
     print(f"{campaign.root}: {summary} (of {total} runs{to_do})")
-    for why, count in Counter(skipped[p.id] for p in points if p.id in skipped).items():
+    skipped_here = [p for p in points if p.id in skipped and
+                    any(campaign.state(p.id, r) == "pending" for r in range(1, matrix.repeats + 1))]
+    for why, count in Counter(skipped[p.id] for p in skipped_here).items():
         print(f"  skipped: {count} points x {matrix.repeats} repeats: {why}")
     _print_jobs(campaign)
     return 0 if totals["failed"] == 0 else 3

@@ -154,8 +154,16 @@ def _python_prefix_intel_mpi() -> "str | None":
     return sys.prefix if (Path(sys.prefix) / "bin" / "mpiexec.hydra").is_file() else None
 
 
+def _quickstart_imb_openmpi() -> "str | None":
+    """The IMB that scripts/quickstart.sh built against Debian Open MPI (``python -m
+    commstack.spack tests/spack/imb-openmpi``, default work directory), if it is there."""
+    bindir = Path.home() / ".cache" / "commstack" / "envs" / "imb-openmpi" / ".spack-env" / "view" / "bin"
+    return str(bindir) if (bindir / "IMB-MPI1").is_file() else None
+
+
 # Variables with a value found on this machine when they are not set.
-FOUND_DEFAULTS = {"I_MPI_ROOT": _python_prefix_intel_mpi}
+FOUND_DEFAULTS = {"I_MPI_ROOT": _python_prefix_intel_mpi,
+                  "COMMSTACK_IMB_OPENMPI_BIN": _quickstart_imb_openmpi}
 
 
 def _expand_vars(value: str) -> "tuple[str, str | None]":
