@@ -85,3 +85,18 @@ def local_imb_bins(impi_root, tmp_path_factory) -> "dict[str, Path]":
             bins[flavour] = install(tmp_path_factory.mktemp(f"spack-{flavour}"))
             os.environ[variable] = str(bins[flavour])
     return bins
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """The 3-node Slurm test cluster (tests/cluster), brought up if it is not up and torn down
+    again by the module that brought it up; skipped with the reason where it cannot run."""
+    from tests import slurm_cluster
+
+    reason = slurm_cluster.skip_reason()
+    if reason:
+        pytest.skip(reason)
+    started = slurm_cluster.bring_up()
+    yield
+    if started:
+        slurm_cluster.tear_down()

@@ -18,17 +18,6 @@ from tests.sweeps import records
 pytestmark = [pytest.mark.slurm, pytest.mark.mpi]
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    reason = slurm_cluster.skip_reason()
-    if reason:
-        pytest.skip(reason)
-    started = slurm_cluster.bring_up()
-    yield
-    if started:
-        slurm_cluster.tear_down()
-
-
 def _site(tmp_path: Path, monkeypatch, old: str, new: str) -> None:
     """site-configs/slurm-ci/machine.yaml with one launcher replaced."""
     site = tmp_path / "site" / "slurm-ci"

@@ -110,7 +110,8 @@ def test_every_point_ran_and_parsed(sweep):
         assert {r["benchmark"] for r in rows} == {"osu_latency": {"Latency"},
                                                   "osu_bw": {"Bandwidth"}}[exe]
         metric = "t_us" if exe == "osu_latency" else "mbytes_per_s"
-        assert all(r[metric] > 0 for r in rows)
+        # OSU prints two decimals: a tiny shared-memory latency can print as 0.00
+        assert all(r[metric] >= 0 for r in rows) and rows[-1][metric] > 0
 
 
 def test_aggregation_keeps_stacks_tests_and_transports_apart(sweep):

@@ -144,6 +144,21 @@ class Flavour:
         return out
 
 
+class Hydra(Flavour):
+    """An MPI started by hydra (MPICH's mpiexec, Intel MPI's mpirun): ``-n`` ranks, ``-ppn`` per
+    node, the placement's arguments after them."""
+
+    def local(self, launcher: str, req: Request, placement: Placement,
+              env: Dict[str, str]) -> Launch:
+        argv = [launcher, "-n", str(req.ranks_per_node), "-ppn", str(req.ranks_per_node)]
+        return Launch(argv + list(placement.args), self.placed_env(placement, env))
+
+    def in_allocation(self, command: Sequence[str], req: Request, placement: Placement,
+                      env: Dict[str, str]) -> Launch:
+        argv = [*command, "-n", str(req.ranks), "-ppn", str(req.ranks_per_node)]
+        return Launch(argv + list(placement.args), self.placed_env(placement, env))
+
+
 def with_env(env: Dict[str, str], *more: Dict[str, str]) -> Dict[str, str]:
     out = dict(env)
     for extra in more:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional
 
 from commstack.flavours.base import (
     COMMON_FAMILIES,
-    Flavour,
-    Launch,
+    Hydra,
     Placement,
-    Request,
     VersionTool,
 )
 
@@ -17,7 +15,7 @@ from commstack.flavours.base import (
 PIN_TABLE_LEVEL = "4"
 
 
-class IntelMPI(Flavour):
+class IntelMPI(Hydra):
     name = "intelmpi"
     label = "Intel MPI"
     env_families = ("UCX_", "I_MPI_", "FI_", "MPIR_CVAR_", *COMMON_FAMILIES)
@@ -44,16 +42,6 @@ class IntelMPI(Flavour):
 
     def report_env(self, env: Dict[str, str]) -> Dict[str, str]:
         return {} if "I_MPI_DEBUG" in env else {"I_MPI_DEBUG": PIN_TABLE_LEVEL}
-
-    def local(self, launcher: str, req: Request, placement: Placement,
-              env: Dict[str, str]) -> Launch:
-        argv = [launcher, "-n", str(req.ranks_per_node), "-ppn", str(req.ranks_per_node)]
-        return Launch(argv + list(placement.args), self.placed_env(placement, env))
-
-    def in_allocation(self, command: Sequence[str], req: Request, placement: Placement,
-                      env: Dict[str, str]) -> Launch:
-        argv = [*command, "-n", str(req.ranks), "-ppn", str(req.ranks_per_node)]
-        return Launch(argv + list(placement.args), self.placed_env(placement, env))
 
 
 FLAVOUR = IntelMPI()

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Dict, Sequence
+from typing import Dict
 
 from commstack.flavours.base import (
     COMMON_FAMILIES,
-    Flavour,
-    Launch,
+    Hydra,
     Placement,
-    Request,
     VersionTool,
 )
 
 
-class MPICH(Flavour):
+class MPICH(Hydra):
     name = "mpich"
     label = "MPICH"
     env_families = ("UCX_", "FI_", "MPIR_CVAR_", "MPICH_", *COMMON_FAMILIES)
@@ -33,16 +31,6 @@ class MPICH(Flavour):
         # hydra prints "process <i> binding: 0100..." per process on stdout. (Before MPICH 4 it
         # printed the plan without binding; the placement check flags that.)
         return {} if "HYDRA_TOPO_DEBUG" in env else {"HYDRA_TOPO_DEBUG": "1"}
-
-    def local(self, launcher: str, req: Request, placement: Placement,
-              env: Dict[str, str]) -> Launch:
-        argv = [launcher, "-n", str(req.ranks_per_node), "-ppn", str(req.ranks_per_node)]
-        return Launch(argv + list(placement.args), self.placed_env(placement, env))
-
-    def in_allocation(self, command: Sequence[str], req: Request, placement: Placement,
-                      env: Dict[str, str]) -> Launch:
-        argv = [*command, "-n", str(req.ranks), "-ppn", str(req.ranks_per_node)]
-        return Launch(argv + list(placement.args), self.placed_env(placement, env))
 
 
 FLAVOUR = MPICH()
