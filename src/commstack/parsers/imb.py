@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from .columns import column_keys
 from .errors import ParseError
 
 # ----------------------------------------------------------------------------------------------
@@ -231,14 +232,7 @@ def _is_number(token: str) -> bool:
 
 def _columns_from_header(line: _Line, notes: List[str]) -> List[str]:
     """Map the column header tokens to row keys (unknown tokens get a snake_case key + note)."""
-    keys = []
-    for token in line.text.split():
-        key = _COLUMNS.get(token)
-        if key is None:
-            key = re.sub(r"[^0-9a-z]+", "_", token.lower()).strip("_")
-            notes.append(f"line {line.number}: unknown column {token!r} stored as {key!r}")
-        keys.append(key)
-    return keys
+    return column_keys(line.text.split(), _COLUMNS, line.number, notes)
 
 
 def _special_status(message: str) -> Optional[str]:

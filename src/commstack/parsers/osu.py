@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+from .columns import column_keys
 from .errors import ParseError
 from .imb import strip_launcher_prefix
 
@@ -82,14 +83,7 @@ class OsuOutput:
 
 def _columns(header: str, number: int, notes: List[str]) -> List[str]:
     labels = [label.strip() for label in re.split(r"\s{2,}", header.lstrip("#").strip())]
-    keys = []
-    for label in labels:
-        key = _COLUMNS.get(label)
-        if key is None:
-            key = re.sub(r"[^0-9a-z]+", "_", label.lower()).strip("_")
-            notes.append(f"line {number}: unknown column {label!r} stored as {key!r}")
-        keys.append(key)
-    return keys
+    return column_keys(labels, _COLUMNS, number, notes)
 
 
 def _value(key: str, token: str, number: int) -> object:
