@@ -1,0 +1,85 @@
+"""Snapshot what commstack reads today, so a refactor can prove it reads the same afterwards.
+
+    python tests/golden/snapshot.py            # rewrite the snapshots (only on purpose)
+
+Writes, next to this file:
+  parsed/<fixture path>.json   every parser fixture: rows, notes, build config, or the ParseError
+  tidy/<name>/records.csv      the tidy table (one row per parsed row) of each committed campaign
+  tidy/<name>/summary.csv      its aggregate over repeats (the report's summary.csv)
+
+tests/test_golden.py compares today's code against these files. They were first written by
+commit 896b2ee (before benchmarks became one module each and the record got a type).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+# Committed campaigns whose tables must never change: results/ and old-shape test campaigns.
+CAMPAIGNS = {
+    "betzy-reference": REPO / "results" / "betzy" / "reference",
+    "schema1-local": FIXTURES / "campaigns" / "local" / "schema1-local",
+}
+PARSERS = {"imb": "imb", "cartex": "cartex", "gasnet": "gasnet", "osu": "osu"}
+
+
+def fixture_outputs():
+    for family in PARSERS:
+        for path in sorted((FIXTURES / family).rglob("*.out")):
+            yield family, path
+
+
+def parsed_snapshot(family: str, path: Path) -> dict:
+    from commstack.benchmarks.registry import parser_for
+    from commstack.parsers.errors import ParseError
+
+    try:
+        output = parser_for(family)(path.read_text(errors="replace"))
+    except ParseError as exc:
+        return {"error": str(exc)}
+    rows = output.rows if hasattr(output, "rows") else [
+        {"runtime": output.runtime, "ranks": output.ranks, **output.values}]
+    return {"rows": rows, "notes": list(output.notes),
+            "build_config": getattr(output, "config", None)}
+
+
+def tidy_tables(root: Path) -> "tuple[str, str]":
+    from commstack.aggregate import aggregate
+    from commstack.store.campaign import Campaign
+    from commstack.store.table import tidy_rows, to_csv
+
+    records = list(Campaign(root).records())
+    summary = sorted(aggregate(records), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+    return to_csv(tidy_rows(records)), to_csv(summary)
+
+
+def canonical_csv(text: str) -> list:
+    """Rows as sorted dicts without empty cells: column order and absent columns do not count."""
+    rows = [{k: v for k, v in row.items() if v not in ("", None)}
+            for row in csv.DictReader(io.StringIO(text))]
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
+
+
+def main() -> int:
+    for family, path in fixture_outputs():
+        out = HERE / "parsed" / path.relative_to(FIXTURES).with_suffix(".json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(parsed_snapshot(family, path), indent=1, sort_keys=True) + "\n")
+    for name, root in CAMPAIGNS.items():
+        records, summary = tidy_tables(root)
+        folder = HERE / "tidy" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "records.csv").write_text(records)
+        (folder / "summary.csv").write_text(summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
