@@ -9,7 +9,12 @@ from collections import Counter
 from pathlib import Path
 from typing import List
 
+import jsonschema
+
 from commstack.store.campaign import Campaign
+from commstack.store.record import Record, schema
+
+RECORD_SCHEMA = schema()
 
 
 def commstack(*args: str, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
@@ -23,6 +28,16 @@ def start(*args: str) -> subprocess.Popen:
 
 
 def records(root: Path) -> List[dict]:
+    """The campaign's records in their written form (schema 2; older records upgraded on read),
+    each checked against the record's JSON Schema: every sweep test checks what it wrote."""
+    found = [record.to_dict() for record in Campaign(root).records()]
+    for data in found:
+        jsonschema.validate(data, RECORD_SCHEMA)
+    return found
+
+
+def typed_records(root: Path) -> List[Record]:
+    """The campaign's records as the code reads them (commstack.store.record.Record)."""
     return list(Campaign(root).records())
 
 

@@ -9,7 +9,13 @@ import json
 import pytest
 
 from tests.golden.snapshot import (
-    CAMPAIGNS, FIXTURES, HERE, canonical_csv, fixture_outputs, parsed_snapshot, tidy_tables,
+    CAMPAIGNS,
+    FIXTURES,
+    HERE,
+    canonical_csv,
+    fixture_outputs,
+    parsed_snapshot,
+    tidy_tables,
 )
 
 OUTPUTS = list(fixture_outputs())

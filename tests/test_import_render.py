@@ -17,8 +17,9 @@ import pandas as pd
 import pytest
 
 from commstack.importers.betzy import parse_betzy
-from commstack.report.pivot import Block, Label, Layout, Part, Section, Table, auto_layout
+from commstack.report.layout import Block, Label, Layout, Part, Section, Table, auto_layout
 from commstack.report.published import differences, render_layout, render_published, structure
+from commstack.store.record import Record
 from tests.conftest import REPO
 from tests.sweeps import commstack, records
 
@@ -101,14 +102,14 @@ def test_published_slips_are_corrected_and_noted(imported):
                 r["params"]["nfields"]): r for r in records(root)}
     # allcores: the second "XYZ" block of the full results holds the ZYX numbers.
     zyx = by_dims[("allcores", "ompi", "ZYX", None, "benchmark_ghex_comm_mpi", 1, 1)]
-    assert zyx["parsed"]["time_10000_calls_s"] == 2.8566
+    assert zyx["parsed"][0]["time_10000_calls_s"] == 2.8566
     printed = {(p["section"], p["block"]) for p in zyx["source"]["printed"]}
     assert printed == {("### Chosen results", "Cartesian communicator numbering order: **ZYX**"),
                        ("### Full results", "Cartesian communicator numbering order: **XYZ**")}
     assert "imported as ZYX" in zyx["notes"][0]
     # halfcores: the first ZYX full-results table has no title; it is benchmark_ghex_comm_mpi.
     staged = by_dims[("halfcores", "ompi", "ZYX", "staged", "benchmark_ghex_comm_mpi", 4, 2)]
-    assert staged["parsed"]["time_10000_calls_s"] == 13.681
+    assert staged["parsed"][0]["time_10000_calls_s"] == 13.681
     assert staged["source"]["printed"][0]["table"] is None
     assert "no title line" in staged["notes"][0]
     # As published vs corrected labels: the numbers are the same.
@@ -130,10 +131,10 @@ def test_records_look_like_sweep_records_but_say_they_are_imported(imported):
     assert rec["params"]["executable"] == "benchmark_mpi_comm"
     assert rec["params"]["ranks_per_node"] == 128 and rec["params"]["nodes"] == 27
     assert rec["params"]["decomposition"] == "hwcart" and rec["params"]["core"] == "4 1 1"
-    assert rec["parsed"] == {"time_10000_calls_s": 142.92, "mean_s": 0.014292}
+    assert rec["parsed"] == [{"time_10000_calls_s": 142.92, "mean_s": 0.014292}]
     assert rec["source"]["file"] == "betzy_allcores_27nodes.md"
     assert {p["line"] for p in rec["source"]["printed"]} == {33, 103}
-    assert "argv" not in rec and "command" not in rec and "start" not in rec
+    assert rec["argv"] == [] and rec["command"] is None and rec["start"] is None
     table = pd.read_csv(root / "records.csv")
     assert len(table) == 368 and set(table["param.order"]) == {"XYZ", "ZYX"}
     summary = pd.read_csv(root / "summary.csv")
@@ -208,7 +209,7 @@ def test_comparison_tables_by_decomposition_round_trip(tmp_path):
                and r["params"]["toolchain"] == "impi" and r["params"]["order"] == "ZYX")
     assert rec["params"]["mpicart"] == "12 12 12" and "core" not in rec["params"]
     assert rec["params"]["halo"] == 1 and rec["params"]["nfields"] == 1
-    assert rec["parsed"]["time_10000_calls_s"] == 3.1544
+    assert rec["parsed"][0]["time_10000_calls_s"] == 3.1544
 
 
 def test_labels_name_dimensions_or_the_import_says_what_it_does_not_know():
@@ -220,10 +221,12 @@ def test_labels_name_dimensions_or_the_import_says_what_it_does_not_know():
 def test_pivot_renders_sweep_records_in_the_betzy_layout():
     """A cartex sweep's records (two repeats, one NaN cell) in the "chosen results" layout."""
     def rec(exe, halo, fields, value, repeat):
-        return {"status": "ok", "benchmark": "cartex", "point_id": f"{exe}{halo}{fields}",
-                "repeat": repeat, "stack": "ompi-ucx", "stack_info": {"flavour": "openmpi"},
-                "params": {"executable": exe, "halo": halo, "nfields": fields, "stack": "ompi-ucx"},
-                "parsed": {"mean_s": value / 1e4, "time_10000_calls_s": value}}
+        return Record.from_dict({
+            "campaign": "c", "machine": "m", "attempt": 1,
+            "status": "ok", "benchmark": "cartex", "point_id": f"{exe}{halo}{fields}",
+            "repeat": repeat, "stack": "ompi-ucx", "stack_info": {"flavour": "openmpi"},
+            "params": {"executable": exe, "halo": halo, "nfields": fields, "stack": "ompi-ucx"},
+            "parsed": [{"mean_s": value / 1e4, "time_10000_calls_s": value}]})
 
     recs = [rec("benchmark_mpi_comm", h, f, v + d, r) for (h, f, v) in
             [(1, 1, 2.5), (5, 1, 14.75), (1, 8, 23.3), (5, 8, 148.2)] for r, d in ((1, 0), (2, 0.02))]

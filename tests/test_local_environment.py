@@ -41,7 +41,7 @@ def test_every_local_stack_runs_and_reports(local_env, tmp_path, name, stacks):
     assert set(counts.values()) == {1} and {r["stack"] for r in records(root)} == stacks
     for rec in records(root):
         if rec["benchmark"] == "cartex":
-            assert rec["parsed"]["ranks"] == 2 and rec["parsed"]["time_10000_calls_s"] > 0
+            assert rec["parsed"][0]["ranks"] == 2 and rec["parsed"][0]["time_10000_calls_s"] > 0
         else:
             assert {row["benchmark"] for row in rec["parsed"]} == {"PingPong", "Allreduce",
                                                                    "Alltoall"}

@@ -1,4 +1,4 @@
-"""Tests for commstack.parsers.cartex on real GHEX-BENCH cartex outputs (mpi_comm runtime).
+"""Tests for commstack.benchmarks.cartex's parser on real GHEX-BENCH cartex outputs (mpi_comm runtime).
 
 Fixtures: tests/fixtures/cartex/<stem>.out (stdout) + .err, listed in tests/fixtures/MANIFEST.csv.
 Stems containing "fail-" must not parse; "synthetic-" is the one hand-written 2021-format file.
@@ -11,7 +11,8 @@ from typing import List
 
 import pytest
 
-from commstack.parsers import CartexOutput, ParseError, parse_cartex
+from commstack.benchmarks.base import ParseError
+from commstack.benchmarks.cartex import parse_cartex
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CARTEX = FIXTURES / "cartex"
@@ -22,8 +23,14 @@ def read(stem: str, ext: str = ".out") -> str:
     return (CARTEX / f"{stem}{ext}").read_text()
 
 
-def parse(stem: str) -> CartexOutput:
-    return parse_cartex(read(stem))
+def the_row(text: str) -> dict:
+    """cartex prints one result: its output has exactly one row."""
+    (row,) = parse_cartex(text).rows
+    return row
+
+
+def parse(stem: str) -> dict:
+    return the_row(read(stem))
 
 
 def manifest_rows() -> List[dict]:
@@ -50,8 +57,9 @@ def test_every_fixture_parses_or_fails_as_expected(entry):
             parse_cartex(text)
         return
     output = parse_cartex(text)
-    assert output.ranks == int(entry["ranks"])
-    assert output.values["time_10000_calls_s"] == pytest.approx(output.values["mean_s"] * 1e4, rel=1e-12)
+    (row,) = output.rows
+    assert row["ranks"] == int(entry["ranks"])
+    assert row["time_10000_calls_s"] == pytest.approx(row["mean_s"] * 1e4, rel=1e-12)
     assert output.notes == []
 
 
@@ -69,15 +77,15 @@ def test_load_matches_halo_formula(entry):
     (fields,) = _option(command, "nfields", 1, [1])
     (nrep,) = _option(command, "nrep", 1, [10])
     shell = (x + 2 * halo) * (y + 2 * halo) * (z + 2 * halo) - x * y * z
-    values = parse_cartex((FIXTURES / entry["file"]).read_text()).values
+    values = the_row((FIXTURES / entry["file"]).read_text())
     assert values["load_bytes"] == 2 * int(entry["ranks"]) * shell * fields * 4
     assert values["repetitions"] == nrep
 
 
 def test_mpicart_values_from_file():
     output = parse("mpi_comm-mpicart221-np4")
-    assert (output.runtime, output.ranks) == ("mpi_comm", 4)
-    values = output.values
+    assert (output["runtime"], output["ranks"]) == ("mpi_comm", 4)
+    values = output
     assert values["repetitions"] == 200
     assert values["load_bytes"] == 55552.0
     assert values["mean_s"] == 3.630615e-05
@@ -91,27 +99,28 @@ def test_mpicart_values_from_file():
 
 
 def test_all_current_keys_present():
-    expected = {"repetitions", "load_bytes", "elapsed_s", "mean_s", "stddev_s", "median_s", "p5_s", "p25_s",
-                "p75_s", "p95_s", "min_s", "max_s", "tp_median_gbs", "tp_p5_gbs", "tp_p25_gbs", "tp_p75_gbs",
-                "tp_p95_gbs", "tp_min_gbs", "tp_max_gbs", "time_10000_calls_s"}
-    assert set(parse("mpi_comm-hwcart-node221-np4-check").values) == expected
+    expected = {"runtime", "ranks", "repetitions", "load_bytes", "elapsed_s", "mean_s", "stddev_s",
+                "median_s", "p5_s", "p25_s", "p75_s", "p95_s", "min_s", "max_s", "tp_median_gbs",
+                "tp_p5_gbs", "tp_p25_gbs", "tp_p75_gbs", "tp_p95_gbs", "tp_min_gbs", "tp_max_gbs",
+                "time_10000_calls_s"}
+    assert set(parse("mpi_comm-hwcart-node221-np4-check")) == expected
 
 
 def test_throughput_is_load_over_time():
-    values = parse("mpi_comm-hwcart-node211-np2-h2-f2-zyx-check").values
+    values = parse("mpi_comm-hwcart-node211-np2-h2-f2-zyx-check")
     assert values["tp_median_gbs"] == pytest.approx(1e-9 * values["load_bytes"] / values["median_s"], rel=1e-6)
     assert values["tp_min_gbs"] == pytest.approx(1e-9 * values["load_bytes"] / values["max_s"], rel=1e-6)
 
 
 def test_warning_on_stderr_does_not_matter():
     assert "Warning: ignoring argument --order" in read("mpi_comm-mpicart211-np2-ignored-order", ".err")
-    assert parse("mpi_comm-mpicart211-np2-ignored-order").ranks == 2
+    assert parse("mpi_comm-mpicart211-np2-ignored-order")["ranks"] == 2
 
 
 def test_2021_format_synthetic():
     output = parse(SYNTHETIC)
-    assert (output.runtime, output.ranks) == ("ghex_comm UCX none", 8)
-    values = output.values
+    assert (output["runtime"], output["ranks"]) == ("ghex_comm UCX none", 8)
+    values = output
     assert values["setup_time_s"] == 0.000312847
     assert values["throughput_gbs"] == 1.61711192e00
     assert values["tp_stddev_gbs"] == 1.97472900e-01
@@ -122,7 +131,7 @@ def test_2021_format_synthetic():
 
 def test_launcher_prefix_is_stripped():
     text = "".join(f"[1,0]<stdout>:{line}\n" for line in read("mpi_comm-mpicart221-np4").splitlines())
-    assert parse_cartex(text).values == parse("mpi_comm-mpicart221-np4").values
+    assert the_row(text) == parse("mpi_comm-mpicart221-np4")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -181,5 +190,5 @@ def test_missing_ranks_line():
 def test_histogram_cut_off_is_a_note():
     text = read("mpi_comm-mpicart221-np4")
     output = parse_cartex(text[: text.index("3.4527e-05")])
-    assert output.values["mean_s"] == 3.630615e-05
+    assert output.rows[0]["mean_s"] == 3.630615e-05
     assert output.notes == ["histogram incomplete (no 'over' row): output may be cut off after the statistics"]

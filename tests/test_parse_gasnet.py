@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from commstack.parsers.errors import ParseError
-from commstack.parsers.gasnet import parse_gasnet
+from commstack.benchmarks.base import ParseError
+from commstack.benchmarks.gasnet import parse_gasnet
 from tests.sweeps import commstack
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gasnet"
@@ -45,12 +45,12 @@ def test_every_result_line_becomes_a_row(name: str) -> None:
 
 def test_banner_gives_program_processes_and_conduit() -> None:
     large = parse_gasnet(fixture("udp-testlarge-kb-np2.out"))
-    assert (large.program, large.nprocs, large.conduit) == ("testlarge", 2, "udp")
-    assert large.config.startswith("RELEASE=2025.8.0,") and "CONDUIT=UDP" in large.config
+    assert (large.meta["program"], large.meta["nprocs"], large.meta["conduit"]) == ("testlarge", 2, "udp")
+    assert large.build_config.startswith("RELEASE=2025.8.0,") and "CONDUIT=UDP" in large.build_config
     four = parse_gasnet(fixture("smp-testlarge-np4.out"))
-    assert four.nprocs == 4 and {r["node"] for r in four.rows} == {0, 2}  # two initiators
+    assert four.meta["nprocs"] == 4 and {r["node"] for r in four.rows} == {0, 2}  # two initiators
     small = parse_gasnet(fixture("smp-testsmall-np2.out"))
-    assert small.program == "testsmall" and {r["benchmark"] for r in small.rows} == {
+    assert small.meta["program"] == "testsmall" and {r["benchmark"] for r in small.rows} == {
         "PutBlocking", "GetBlocking"}
 
 

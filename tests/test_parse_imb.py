@@ -1,4 +1,4 @@
-"""Tests for commstack.parsers.imb on real IMB outputs recorded on this machine.
+"""Tests for commstack.benchmarks.imb's parser on real IMB outputs recorded on this machine.
 
 Fixtures live in tests/fixtures/imb/<mpi>-<version>/<stem>.out (stdout) and are listed in
 tests/fixtures/MANIFEST.csv. Stems containing "fail-" are runs that must not parse.
@@ -10,7 +10,8 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from commstack.parsers import ImbOutput, ParseError, parse_imb
+from commstack.benchmarks.base import Output, ParseError
+from commstack.benchmarks.imb import parse_imb
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OMPI = "imb/openmpi-4.1.4/v2021.11-"
@@ -23,11 +24,11 @@ def read(name: str) -> str:
     return (FIXTURES / f"{name}.out").read_text()
 
 
-def parse(name: str) -> ImbOutput:
+def parse(name: str) -> Output:
     return parse_imb(read(name))
 
 
-def tables(output: ImbOutput) -> Dict[Tuple, List[dict]]:
+def tables(output: Output) -> Dict[Tuple, List[dict]]:
     """Group rows by (benchmark, np, mode, groups) in order of appearance."""
     grouped: Dict[Tuple, List[dict]] = {}
     for row in output.rows:
@@ -36,7 +37,7 @@ def tables(output: ImbOutput) -> Dict[Tuple, List[dict]]:
     return grouped
 
 
-def row_at(output: ImbOutput, benchmark: str, np: int, size: Optional[int], **match) -> dict:
+def row_at(output: Output, benchmark: str, np: int, size: Optional[int], **match) -> dict:
     """The single row of ``benchmark`` with ``np`` processes and ``size`` bytes."""
     found = [r for r in output.rows
              if r["benchmark"] == benchmark and r["np"] == np and r["bytes"] == size
@@ -78,9 +79,9 @@ def test_every_fixture_parses_or_fails_as_expected(entry):
         return
     output = parse_imb(text)
     assert output.rows, "a successful run has rows"
-    assert output.version == "2021.11"
+    assert output.meta["version"] == "2021.11"
     for row in output.rows:
-        assert row["suite"] == output.suite
+        assert row["suite"] == output.meta["suite"]
         assert row["status"] in ("ok", "out-of-mem", "time-out", "int-overflow")
         assert isinstance(row["np"], int)
 
@@ -93,8 +94,8 @@ def test_every_fixture_parses_or_fails_as_expected(entry):
 @pytest.mark.parametrize("name", [OMPI + "mpi1-pingpong-np2", MPICH + "mpi1-pingpong-np2", IMPI + "mpi1-pingpong-np2"])
 def test_pingpong_header_and_rows(name):
     output = parse(name)
-    assert (output.suite, output.version) == ("MPI-1", "2021.11")
-    assert output.calling_sequence == "IMB-MPI1 PingPong -msglog 0:10 -iter 100"
+    assert (output.meta["suite"], output.meta["version"]) == ("MPI-1", "2021.11")
+    assert output.meta["calling_sequence"] == "IMB-MPI1 PingPong -msglog 0:10 -iter 100"
     assert [r["bytes"] for r in output.rows] == sizes(0, 10)
     first = output.rows[0]
     assert set(first) == {"suite", "benchmark", "multi", "np", "mode", "bytes", "repetitions",
@@ -191,7 +192,7 @@ def test_map_2x2():
     output = parse(OMPI + "mpi1-sendrecv-np4-map2x2")
     assert [key[1] for key in tables(output)] == [2, 4]
     assert all(len(rows) == 8 for rows in tables(output).values())
-    assert output.calling_sequence == "IMB-MPI1 -map 2x2 Sendrecv -msglog 0:6 -iter 50"
+    assert output.meta["calling_sequence"] == "IMB-MPI1 -map 2x2 Sendrecv -msglog 0:6 -iter 50"
 
 
 def test_one_process_pingpong_invalid_is_a_note():
@@ -244,7 +245,7 @@ def test_prefixed_lines(name, count):
     first = read(name).splitlines()[0]
     assert first != "#" + "-" * 64 and first.endswith("#" + "-" * 64)  # the prefix is really there
     output = parse(name)
-    assert output.calling_sequence.startswith("IMB-MPI1 PingPong -msglog 0:")
+    assert output.meta["calling_sequence"].startswith("IMB-MPI1 PingPong -msglog 0:")
     assert [r["bytes"] for r in output.rows] == sizes(0, count - 2)
     assert not any("stdout" in note or note.startswith("[") for note in output.notes)
 
@@ -329,7 +330,7 @@ def test_rma_default_list_special_layouts():
 
 def test_nbc_overlap_pure_and_barrier():
     output = parse(OMPI + "nbc-ialltoall-ibarrier-np4")
-    assert output.suite == "MPI-NBC"
+    assert output.meta["suite"] == "MPI-NBC"
     assert [key[:2] for key in tables(output)] == [("Ialltoall", 2), ("Ialltoall", 4), ("Ialltoall_pure", 2),
                                                    ("Ialltoall_pure", 4), ("Ibarrier", 2), ("Ibarrier", 4),
                                                    ("Ibarrier_pure", 2), ("Ibarrier_pure", 4)]
@@ -343,7 +344,8 @@ def test_nbc_overlap_pure_and_barrier():
 @pytest.mark.parametrize("name", [OMPI + "p2p-pingpong-np2", IMPI + "p2p-pingpong-np2"])
 def test_p2p_layout(name):
     output = parse(name)
-    assert (output.suite, output.calling_sequence) == ("IMB-P2P", "IMB-P2P PingPong -msglog 0:8 -iter 2000")
+    assert (output.meta["suite"], output.meta["calling_sequence"]) == (
+        "IMB-P2P", "IMB-P2P PingPong -msglog 0:8 -iter 2000")
     assert [r["bytes"] for r in output.rows] == sizes(0, 8, zero=False)  # P2P has no 0-byte row here
     assert {"t_us", "mbytes_per_s", "msg_per_s"} <= set(output.rows[0])
 
@@ -355,7 +357,7 @@ def test_p2p_values():
 
 def test_mt_layout_without_calling_sequence_or_finalize():
     output = parse(IMPI + "mt-pingpongmt-barriermt-np2")
-    assert (output.suite, output.version, output.calling_sequence) == ("MT", "2021.11", "")
+    assert (output.meta["suite"], output.meta["version"], output.meta["calling_sequence"]) == ("MT", "2021.11", "")
     assert list(tables(output)) == [("PingPongMT", 2, None, None), ("BarrierMT", 2, None, None),
                                     ("AllReduceMT", 2, None, None)]
     assert all(r["threads"] == 1 for r in output.rows)
@@ -429,7 +431,7 @@ def test_no_banner():
 def test_version_2019_banner():
     text = read(OMPI + "mpi1-pingpong-np2").replace("Intel(R) MPI Benchmarks 2021.11, MPI-1 part",
                                                      "Intel(R) MPI Benchmarks 2019 Update 6, MPI-1 part    ")
-    assert parse_imb(text).version == "2019 Update 6"
+    assert parse_imb(text).meta["version"] == "2019 Update 6"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -441,7 +443,7 @@ def test_io_banner_without_newline():
     # IMB-IO 2021.x prints "... MPI-IO partn#-----" (missing newline in the title)
     text = read(OMPI + "mpi1-pingpong-np2").replace("MPI-1 part\n#---", "MPI-IO partn#---")
     output = parse_imb(text)
-    assert output.suite == "MPI-IO" and len(output.rows) == 12
+    assert output.meta["suite"] == "MPI-IO" and len(output.rows) == 12
 
 
 def test_defects_column_of_check_build():

@@ -14,8 +14,8 @@ import pytest
 
 from commstack.aggregate import metric_of
 from commstack.benchmarks import registry
-from commstack.parsers.errors import ParseError
-from commstack.parsers.osu import parse_osu
+from commstack.benchmarks.base import ParseError
+from commstack.benchmarks.osu import parse_osu
 from tests.sweeps import commstack
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -50,12 +50,12 @@ def test_every_printed_row_becomes_a_row(entry: dict) -> None:
     text = (FIXTURES / entry["file"]).read_text()
     out = parse_osu(text)
     printed = ROW.findall(text)
-    assert out.version == "7.3" and out.notes == []
+    assert out.meta["version"] == "7.3" and out.notes == []
     assert len(out.rows) == len(printed) > 0
     for row, (size, values) in zip(out.rows, printed):
         assert row["bytes"] == int(size) and row["status"] == "ok"
-        assert [row[k] for k in out.columns[1:]] == [
-            int(v) if k == "repetitions" else float(v) for k, v in zip(out.columns[1:], values.split())]
+        assert [row[k] for k in out.meta["columns"][1:]] == [
+            int(v) if k == "repetitions" else float(v) for k, v in zip(out.meta["columns"][1:], values.split())]
     # the -m of the command, as sizes doubling from its minimum (killed runs stop early)
     low, high = map(int, re.search(r"-m (\d+):(\d+)", entry["command"]).groups())
     sizes = [row["bytes"] for row in out.rows]
@@ -73,14 +73,14 @@ def test_metric_names_are_the_ones_aggregation_reads(entry: dict) -> None:
         "osu_bw": ["bytes", "mbytes_per_s"], "osu_bibw": ["bytes", "mbytes_per_s"],
         "osu_mbw_mr": ["bytes", "mbytes_per_s", "msg_per_s"],
     }.get(exe, ["bytes", "t_avg_us"] + (["t_min_us", "t_max_us", "repetitions"] if full else []))
-    assert out.columns == expected
-    metric = metric_of(out.rows[0])
+    assert out.meta["columns"] == expected
+    metric = metric_of(out.rows[0], "osu")
     assert metric == {"t_us": ("t_us", True), "mbytes_per_s": ("mbytes_per_s", False),
                       "t_avg_us": ("t_avg_us", True)}[expected[1]]
 
 
 def test_titles_name_the_benchmark() -> None:
-    names = {p.stem: parse_osu(p.read_text()).benchmark
+    names = {p.stem: parse_osu(p.read_text()).meta["benchmark"]
              for p in (OSU / "openmpi-4.1.4").glob("*.out") if not p.stem.startswith("fail-")}
     assert names["latency-np2"] == "Latency" and names["bw-np2"] == "Bandwidth"
     assert names["bibw-np2"] == "Bi-Directional Bandwidth"
@@ -94,10 +94,10 @@ def test_message_rate_test_prints_its_title_twice_and_its_pairs() -> None:
     text = read("mpich-4.0.2/mbw_mr-np2.out")
     assert text.count("# OSU MPI Multiple Bandwidth / Message Rate Test v7.3") == 2
     out = parse_osu(text)
-    assert out.benchmark == "Multiple Bandwidth / Message Rate"
-    assert (out.pairs, out.window_size) == (1, 64)
+    assert out.meta["benchmark"] == "Multiple Bandwidth / Message Rate"
+    assert (out.meta["pairs"], out.meta["window_size"]) == (1, 64)
     assert all(r["pairs"] == 1 and r["window_size"] == 64 for r in out.rows)
-    assert out.datatypes == ["MPI_CHAR"] and out.rows[0]["datatype"] == "MPI_CHAR"
+    assert out.meta["datatypes"] == ["MPI_CHAR"] and out.rows[0]["datatype"] == "MPI_CHAR"
 
 
 def test_full_statistics_are_ordered_and_count_iterations() -> None:

@@ -21,9 +21,9 @@ from textwrap import dedent
 
 import pytest
 
-from commstack.report.gasnet import bandwidth, latency, mbytes_to_gib
-from commstack.report.oracle import Axis, Curve, default_curve, is_default, token
-from tests.sweeps import commstack, records
+from commstack.report.studies.gasnet import bandwidth, latency, mbytes_to_gib
+from commstack.report.studies.oracle import Axis, Curve, default_curve, is_default, token
+from tests.sweeps import commstack, records, typed_records
 
 pytestmark = pytest.mark.mpi
 
@@ -177,7 +177,7 @@ def test_default_and_tokens():
 
 
 def test_default_is_the_all_default_configuration():
-    from commstack.report.oracle import Case
+    from commstack.report.studies.oracle import Case
 
     axis = Axis(("UCX_RNDV_THRESH",), [("auto",), ("64kb",)])
     curves = [Curve("a", {"UCX_RNDV_THRESH": "auto"}, {8: 2.0, 64: 4.0}),
@@ -190,7 +190,7 @@ def test_default_is_the_all_default_configuration():
 
 def test_gasnet_bandwidth_is_max_over_runs_in_gib(gasnet):
     recs = records(gasnet)
-    series = {(s.config, s.op): s for s in bandwidth(recs)}
+    series = {(s.config, s.op): s for s in bandwidth(typed_records(gasnet))}
     assert set(series) == {(c, op) for c in ("FI_PROVIDER=shm, I_MPI_FABRICS=shm",
                                              "FI_PROVIDER=tcp, I_MPI_FABRICS=ofi")
                            for op in ("Put", "Get")}
@@ -206,7 +206,7 @@ def test_gasnet_bandwidth_is_max_over_runs_in_gib(gasnet):
 
 def test_gasnet_latency_is_min_over_runs_with_ratios(gasnet):
     recs = records(gasnet)
-    lat = {(s.config, s.op): s for s in latency(recs)}
+    lat = {(s.config, s.op): s for s in latency(typed_records(gasnet))}
     tcp_get = lat[("FI_PROVIDER=tcp, I_MPI_FABRICS=ofi", "Get")]
     samples = [row["t_us"] for r in recs if r["params"]["I_MPI_FABRICS"] == "ofi"
                for row in r["parsed"] if row["benchmark"] == "Unidir_get"

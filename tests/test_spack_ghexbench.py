@@ -19,7 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import spack_support  # noqa: E402
 
-from commstack.parsers.cartex import parse_cartex  # noqa: E402
+from commstack.benchmarks.cartex import parse_cartex  # noqa: E402
 
 pytestmark = pytest.mark.spack
 
@@ -101,13 +101,13 @@ def test_ghex_comm_ucx_check_passes_on_8_ranks(ompi_ucx_bin: Path) -> None:
     t0 = time.monotonic()
     out = _run(cmd)
     TIMINGS["benchmark_ghex_comm_ucx --check, 8 ranks"] = time.monotonic() - t0
-    result = parse_cartex(out)
-    assert result.ranks == 8
-    assert result.runtime == "ghex_comm UCX none"
-    assert result.values["repetitions"] == 10
-    assert "setup_time_s" in result.values
+    (result,) = parse_cartex(out).rows
+    assert result["ranks"] == 8
+    assert result["runtime"] == "ghex_comm UCX none"
+    assert result["repetitions"] == 10
+    assert "setup_time_s" in result
     # 8 ranks x halo shell of a 16^3 float box, sent and received: 2*8*(18^3-16^3)*4
-    assert result.values["load_bytes"] == 2 * 8 * (18**3 - 16**3) * 4
+    assert result["load_bytes"] == 2 * 8 * (18**3 - 16**3) * 4
 
 
 @pytest.mark.mpi
@@ -121,9 +121,9 @@ def test_mpi_comm_against_mpich_check_passes(mpich_bin: Path) -> None:
     t0 = time.monotonic()
     out = _run(cmd)
     TIMINGS["benchmark_mpi_comm --check, 4 ranks (MPICH)"] = time.monotonic() - t0
-    result = parse_cartex(out)
-    assert result.ranks == 4
-    assert result.runtime == "mpi_comm"
+    (result,) = parse_cartex(out).rows
+    assert result["ranks"] == 4
+    assert result["runtime"] == "mpi_comm"
 
 
 def _ldd(path: Path) -> Dict[str, str]:

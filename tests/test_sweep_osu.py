@@ -4,12 +4,20 @@ point parsed, aggregated and reported; and a collective with -f on 4 ranks."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import os
+import re
 import shutil
+from pathlib import Path
 from textwrap import dedent
 
 import pytest
+import yaml
 
 from commstack.aggregate import aggregate
+from commstack.store.campaign import Campaign
+from tests import spack_support
+from tests.conftest import REPO
 from tests.sweeps import commstack, ok_counts, records
 
 pytestmark = [pytest.mark.spack, pytest.mark.mpi]
@@ -68,8 +76,6 @@ COLLECTIVE = dedent("""
 
 @pytest.fixture(scope="module")
 def osu_dirs(tmp_path_factory):
-    from tests import spack_support
-
     reason = spack_support.osu_skip_reason()
     if reason:
         pytest.skip(reason)
@@ -92,7 +98,7 @@ def sweep(osu_dirs, tmp_path_factory):
         matrix.parent.mkdir(parents=True, exist_ok=True)
         matrix.write_text(text)
         run = commstack("run", str(matrix), "--out", str(tmp / "results"), "--report",
-                        env={**__import__("os").environ, **env}, timeout=1200)
+                        env={**os.environ, **env}, timeout=1200)
         assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
         roots[name] = tmp / "results" / "local" / f"osu-{name}"
     return roots
@@ -115,7 +121,7 @@ def test_every_point_ran_and_parsed(sweep):
 
 
 def test_aggregation_keeps_stacks_tests_and_transports_apart(sweep):
-    summary = aggregate(records(sweep["pt2pt"]))
+    summary = aggregate(Campaign(sweep["pt2pt"]).records())
     metrics = {(s["stack"], s["executable"], s["UCX_TLS"], s["metric"]) for s in summary}
     assert len(metrics) == 8
     assert {m for *_, m in metrics} == {"t_us", "mbytes_per_s"}
@@ -138,3 +144,108 @@ def test_report_is_written_and_marks_oversubscription(sweep):
     collective = (sweep["collective"] / "report" / "report.md").read_text()
     assert "Allreduce Latency" in collective
     assert "oversubscribed" in collective.lower()
+
+
+# --- all three local stacks: matrices/local/stacks-osu.yaml ----------------------------------
+
+STACKS_OSU = REPO / "matrices" / "local" / "stacks-osu.yaml"
+OSU_INTELMPI_ENV = spack_support.SPACK_ENVS_DIR / "osu-intelmpi"
+SPREAD_CELL = re.compile(r"\d+(?:\.\d+)? \[\d+(?:\.\d+)?–\d+(?:\.\d+)?\]")  # mean [min–max]
+
+
+def _intel_mpi_skip_reason(impi_root: Path) -> "str | None":
+    """tests/spack/osu-intelmpi takes the wheel through a symlink to the checkout's .venv as
+    intel-oneapi-mpi@2021.18.1: it fits only that venv and that version."""
+    link = OSU_INTELMPI_ENV / "wheel-layout" / "mpi" / "2021.18"
+    if link.resolve() != impi_root.resolve():
+        return (f"skipped: {link} does not lead to this Intel MPI ({impi_root}); the Spack "
+                "environment expects the wheel in the checkout's .venv")
+    try:
+        version = importlib.metadata.version("impi-rt")
+    except importlib.metadata.PackageNotFoundError:
+        return "skipped: impi-rt is not installed in this Python"
+    if not version.startswith("2021.18."):
+        return f"skipped: impi-rt {version}; tests/spack/osu-intelmpi declares 2021.18.1"
+    return None
+
+
+@pytest.fixture(scope="module")
+def three_stacks(osu_dirs, impi_root, tmp_path_factory):
+    """OSU built by Spack against each local MPI: the folders holding pt2pt/ and collective/."""
+    reason = _intel_mpi_skip_reason(impi_root)
+    if reason:
+        pytest.skip(reason)
+    ompi, mpich = osu_dirs
+    impi = spack_support.install_osu(OSU_INTELMPI_ENV, tmp_path_factory.mktemp("spack-osu-impi"))
+    return {"COMMSTACK_OSU_INTELMPI": str(impi), "COMMSTACK_OSU_OPENMPI": str(ompi),
+            "COMMSTACK_OSU_MPICH": str(mpich)}
+
+
+@pytest.fixture(scope="module")
+def stacks_sweep(three_stacks, tmp_path_factory):
+    """The user-facing matrix, smaller (sizes to 4 KiB, 200 iterations), plus an Intel MPI stack
+    given UCX_TLS: Intel MPI runs over libfabric here, so that setting must stay unchecked."""
+    data = yaml.safe_load(STACKS_OSU.read_text())
+    data["parameters"].update({"message_size": "1:4096", "iterations": 200, "warmup": 20})
+    data["stacks"]["impi-ucx-tls"] = {**data["stacks"]["impi"],
+                                      "env": {"UCX_TLS": "self,sm"}}
+    data["product"]["stack"].append("impi-ucx-tls")
+    tmp = tmp_path_factory.mktemp("stacks-osu")
+    matrix = tmp / "matrices" / "local" / "stacks-osu.yaml"
+    matrix.parent.mkdir(parents=True)
+    matrix.write_text(yaml.safe_dump(data, sort_keys=False))
+    env = {**os.environ, **three_stacks}
+    run = commstack("run", str(matrix), "--out", str(tmp / "results"), env=env, timeout=1200)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    assert "SKIPPED" not in run.stdout + run.stderr
+    root = tmp / "results" / "local" / "stacks-osu"
+    report = commstack("report", str(root), env=env)
+    assert report.returncode == 0, report.stderr[-3000:]
+    return root, data["product"]["stack"]
+
+
+def test_stacks_matrix_runs_every_stack_and_test(stacks_sweep):
+    root, stacks = stacks_sweep
+    counts = ok_counts(root)
+    excluded = 1  # the matrix's exclude: MPICH over tcp runs no osu_allreduce
+    assert len(counts) == (len(stacks) * 3 - excluded) * 3 and set(counts.values()) == {1}
+    by_stack = {}
+    for rec in records(root):
+        by_stack.setdefault(rec["params"]["stack"], []).append(rec)
+        assert [r["bytes"] for r in rec["parsed"]] == [2 ** k for k in range(13)]
+    assert set(by_stack) == set(stacks)
+    # each stack ran its own OSU build (one per MPI), with its own launcher
+    built_for = {"impi": "osu-intelmpi", "ompi": "osu-openmpi", "mpich": "osu-mpich"}
+    for name, recs in by_stack.items():
+        env_dir = next(v for k, v in built_for.items() if name.startswith(k))
+        assert all(f"/{env_dir}/" in r["argv"][-9] or env_dir in r["command"] for r in recs), name
+
+
+def test_ucx_settings_are_in_effect_only_where_ucx_ran(stacks_sweep):
+    root, _ = stacks_sweep
+    for rec in records(root):
+        stack, ucx = rec["params"]["stack"], rec["ucx"]
+        if stack.startswith("ompi-ucx"):  # pml ucx: Open MPI fails without UCX
+            assert ucx["uses_ucx"] and "UCX_TLS" in ucx["in_effect"], (stack, ucx)
+        elif stack.startswith("mpich"):  # ch4:ucx, but no evidence in this run's output
+            assert ("UCX_TLS" in ucx["in_effect"]) == bool(ucx["uses_ucx"]), (stack, ucx)
+            assert ucx["uses_ucx"] or "UCX_TLS" in ucx["unchecked"], (stack, ucx)
+        elif stack == "impi-ucx-tls":
+            # no FI_PROVIDER=mlx: nothing shows Intel MPI used UCX, so nothing is claimed
+            assert ucx["uses_ucx"] is None and ucx["in_effect"] == {}
+            assert ucx["unchecked"] == {"UCX_TLS": "self,sm"} and ucx["unchecked_reason"]
+        else:
+            assert ucx["set"] == {}
+
+
+def test_report_has_every_stacks_numbers_with_spread(stacks_sweep):
+    root, stacks = stacks_sweep
+    report = (root / "report" / "report.md").read_text()
+    assert "Latency" in report and "Bandwidth" in report
+    for stack in stacks:
+        assert stack in report, stack
+    assert len(SPREAD_CELL.findall(report)) >= len(stacks) * 2 * 13
+    summary = aggregate(Campaign(root).records())
+    per_stack = {(s["stack"], s["metric"]) for s in summary if s["n"] == 3}
+    assert per_stack == {(s, m) for s in stacks for m in ("t_us", "mbytes_per_s")}
+    assert all(s["min"] <= s["trimmed_mean"] <= s["max"] for s in summary)

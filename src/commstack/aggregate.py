@@ -15,13 +15,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-# Which parsed field is "the" figure of merit, first present wins; and whether lower is better.
-METRICS: Sequence[Tuple[str, bool]] = (
-    ("t_avg_us", True), ("t_us", True), ("t_ovrl_us", True), ("t_pure_us", True),
-    ("mbytes_per_s", False), ("mean_s", True),
-)
-# Fields that identify a result row within one record (besides the point).
-ROW_KEYS = ("benchmark", "np", "groups", "mode", "group", "bytes", "threads", "node")
+from commstack.benchmarks import registry
+from commstack.store.record import Record
+
 # Columns of a summary row that are not parameters of the point.
 SUMMARY_FIELDS = ("point_id", "metric", "lower_is_better", "n", "trimmed_mean", "median", "min",
                   "max", "quantum", "oversubscribed", "job_ranks", "subrun", "samples")
@@ -57,24 +53,22 @@ def print_quantum(values: Iterable[float]) -> float:
     return 10.0 ** min(exponents) if exponents else 0.0
 
 
-def metric_of(row: Dict[str, object]) -> Optional[Tuple[str, bool]]:
-    for name, lower_is_better in METRICS:
-        if isinstance(row.get(name), (int, float)):
-            return name, lower_is_better
-    return None
+def metric_of(row: Dict[str, object], benchmark: Optional[str]) -> Optional[Tuple[str, bool]]:
+    """(row key, lower is better) of the figure of merit of a result row of ``benchmark``: the
+    first of the benchmark's figures present (commstack.benchmarks.registry)."""
+    figure = registry.metric_of(row, benchmark)
+    return (figure.key, figure.lower_is_better) if figure else None
 
 
-def result_rows(records: Iterable[dict]) -> Iterator[Tuple[dict, dict]]:
+def result_rows(records: Iterable[Record]) -> Iterator[Tuple[Record, dict]]:
     """(record, parsed row) for every row of every successful record (cartex has one row)."""
     for rec in records:
-        if rec.get("status") != "ok":
-            continue
-        parsed = rec.get("parsed")
-        for item in [parsed] if isinstance(parsed, dict) else (parsed or []):
-            yield rec, item
+        if rec.ok:
+            for item in rec.parsed:
+                yield rec, item
 
 
-def aggregate(records: Iterable[dict], with_samples: bool = False) -> List[Dict[str, object]]:
+def aggregate(records: Iterable[Record], with_samples: bool = False) -> List[Dict[str, object]]:
     """One row per (point, result row) over the successful repeats; ``with_samples`` keeps the
     repeats' values (``samples``) for decisions that need them."""
     groups: Dict[tuple, Dict[str, object]] = {}
@@ -83,16 +77,17 @@ def aggregate(records: Iterable[dict], with_samples: bool = False) -> List[Dict[
     for rec, item in result_rows(records):
         if item.get("status", "ok") != "ok":
             continue
-        metric = metric_of(item)
+        metric = metric_of(item, rec.benchmark)
+        row_keys = registry.row_keys(rec.benchmark)
         if metric is None:
             continue
-        key = (rec["point_id"],) + tuple(item.get(k) for k in ROW_KEYS)
+        key = (rec.point_id,) + tuple(item.get(k) for k in row_keys)
         if key not in groups:
-            ranks = rec.get("ranks")
+            ranks = rec.ranks
             groups[key] = {
-                "point_id": rec["point_id"],
-                **{k: item.get(k) for k in ROW_KEYS if item.get(k) is not None},
-                **rec.get("params", {}),
+                "point_id": rec.point_id,
+                **{k: item.get(k) for k in row_keys if item.get(k) is not None},
+                **rec.params,
                 "metric": metric[0],
                 "lower_is_better": metric[1],
                 "oversubscribed": False,
@@ -101,7 +96,7 @@ def aggregate(records: Iterable[dict], with_samples: bool = False) -> List[Dict[
             }
             samples[key] = []
         groups[key]["oversubscribed"] = bool(groups[key]["oversubscribed"]
-                                             or rec.get("oversubscribed"))
+                                             or rec.oversubscribed)
         value = float(item[metric[0]])
         samples[key].append(value)
         by_metric.setdefault(metric[0], []).append(value)

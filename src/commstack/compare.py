@@ -44,76 +44,20 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from commstack.aggregate import METRICS, ROW_KEYS, metric_of, print_quantum, trimmed_mean
+from commstack.aggregate import print_quantum
 from commstack.errors import CampaignError
-from commstack.report.pivot import dimensions
-from commstack.store.campaign import Campaign
+from commstack.figures import Figure, figures, varying
+from commstack.markdown_table import table
+from commstack.store.record import Record
 
 DEFAULT_THRESHOLD = 0.10
 OUTLIER = 4.0  # robust standard deviations from the median ratio that make a point stand out
 # Record parameters never used to match points (they name the run, not the configuration).
 NOT_MATCHED = {"stack"}
-LOWER_IS_BETTER = dict(METRICS) | {"time_10000_calls_s": True}
-
-
-@dataclass
-class Figure:
-    """One aggregated figure of merit: a point's result row over its repeats."""
-
-    params: Dict[str, Any]
-    row: Dict[str, Any]
-    metric: str
-    lower_is_better: bool
-    samples: List[float] = field(default_factory=list)
-    repeats: List[int] = field(default_factory=list)  # the repeat of each sample
-
-    @property
-    def center(self) -> float:
-        return trimmed_mean(self.samples)
-
-    def describe(self, names: Optional[Sequence[str]] = None) -> str:
-        items = {**self.row, **self.params}
-        keys = names if names is not None else sorted(items)
-        return ", ".join(f"{k}={items[k]}" for k in keys if k in items)
-
-
-def figures(records: Iterable[dict], metric: Optional[str] = None) -> List[Figure]:
-    """Figures of every successful record, grouped by point and result row."""
-    groups: Dict[Tuple, Figure] = {}
-    for rec in records:
-        if rec.get("status") != "ok":
-            continue
-        parsed = rec.get("parsed")
-        for item in [parsed] if isinstance(parsed, dict) else (parsed or []):
-            if item.get("status", "ok") != "ok":
-                continue
-            name = metric or ("time_10000_calls_s" if "time_10000_calls_s" in item
-                              else (metric_of(item) or (None,))[0])
-            value = item.get(name) if name else None
-            if not isinstance(value, (int, float)) or math.isnan(value):
-                continue
-            row = {k: item[k] for k in ROW_KEYS if item.get(k) is not None}
-            key = (rec["point_id"], tuple(sorted(row.items())), name)
-            if key not in groups:
-                groups[key] = Figure(dimensions(rec), row, name,
-                                     LOWER_IS_BETTER.get(name, True))
-            groups[key].samples.append(float(value))
-            groups[key].repeats.append(int(rec.get("repeat", 0)))
-    return list(groups.values())
-
-
-def load_figures(root: Path, metric: Optional[str] = None) -> List[Figure]:
-    campaign = Campaign(Path(root))
-    if not (campaign.root / "campaign.json").is_file():
-        raise CampaignError(f"{root} is not a campaign directory (no campaign.json)")
-    found = figures(campaign.records(), metric)
-    if not found:
-        raise CampaignError(f"{root}: no successful results to compare")
-    return found
 
 
 # --- campaign vs campaign ----------------------------------------------------------------------
@@ -308,15 +252,6 @@ def compare(a: List[Figure], b: List[Figure], threshold: float = DEFAULT_THRESHO
     return Comparison(matches, only_a, only_b, ambiguous, keys, threshold, noise)
 
 
-def varying(figs: List[Figure]) -> List[str]:
-    """Parameters and row fields that differ between figures (they identify a line)."""
-    names: List[str] = []
-    for f in figs:
-        names += [k for k in {**f.row, **f.params} if k not in names]
-    return [n for n in names
-            if len({str({**f.row, **f.params}.get(n)) for f in figs}) > 1]
-
-
 def _paired(cmp: Comparison) -> str:
     shifts = cmp.paired_shifts()
     if len(shifts) < 2:
@@ -352,16 +287,13 @@ def comparison_markdown(cmp: Comparison, name_a: str, name_b: str, limit: int = 
     rank = {"regression": 0, "slower": 1, "improvement": 2, "faster": 3, "same": 4}
     ordered = sorted(cmp.matches, key=lambda m: (rank[m.verdict], -abs(math.log(
         m.slowdown)) if 0 < m.slowdown < math.inf else 0, m.a.describe(label_keys)))
-    lines += ["| point | metric | A | B | B/A | spread | slowdown | n A/B | verdict |",
-              "|---|---|---:|---:|---:|---|---:|---|---|"]
-    for m in ordered[:limit]:
-        lo, hi = m.spread
-        lines.append(f"| {m.a.describe(label_keys)} | {m.a.metric} | {m.a.center:.5g} | "
-                     f"{m.b.center:.5g} | {m.ratio:.3f} | {lo:.3f}..{hi:.3f} | "
-                     f"{m.slowdown:.3f} | {len(m.a.samples)}/{len(m.b.samples)} | {m.verdict} |")
+    rows = [[m.a.describe(label_keys), m.a.metric, f"{m.a.center:.5g}", f"{m.b.center:.5g}",
+             f"{m.ratio:.3f}", f"{m.spread[0]:.3f}..{m.spread[1]:.3f}", f"{m.slowdown:.3f}",
+             f"{len(m.a.samples)}/{len(m.b.samples)}", m.verdict] for m in ordered[:limit]]
     if len(ordered) > limit:
-        lines.append(f"| ... {len(ordered) - limit} more (all within the shown verdicts' order) "
-                     "| | | | | | | | |")
+        rows.append([f"... {len(ordered) - limit} more (all within the shown verdicts' order)"])
+    lines += table(["point", "metric", "A", "B", "B/A", "spread", "slowdown", "n A/B", "verdict"],
+                   rows, align="llrrrlrll")
     return "\n".join(lines) + "\n"
 
 
@@ -419,7 +351,7 @@ def load_references(path: Path) -> Tuple[str, List[Reference]]:
     return str(data.get("machine", "")), refs
 
 
-def check_references(records: List[dict], refs: List[Reference]) -> List[Check]:
+def check_references(records: List[Record], refs: List[Reference]) -> List[Check]:
     by_metric: Dict[str, List[Figure]] = {}
     checks = []
     for ref in refs:
@@ -438,15 +370,15 @@ def references_markdown(checks: List[Check], source: str) -> str:
     lines = [f"# Reference check against {source}", "",
              f"- checked: {sum(c.measured is not None for c in checks)}, out of bounds: "
              f"{len(bad)}, not measured: {sum(c.measured is None for c in checks)}",
-             f"- verdict: **{'FAIL' if bad else 'PASS'}**", "",
-             "| reference | metric | value | bounds | measured | n | status |",
-             "|---|---|---:|---|---:|---:|---|"]
+             f"- verdict: **{'FAIL' if bad else 'PASS'}**", ""]
+    rows = []
     for c in sorted(checks, key=lambda c: c.status != "out of bounds"):
         lo, hi = c.reference.bounds()
-        measured = "" if c.measured is None else f"{c.measured:.5g}"
-        lines.append(f"| {c.reference.describe()} | {c.reference.metric} | "
-                     f"{c.reference.value:.5g} | {lo:.5g}..{hi:.5g} | {measured} | {c.n} | "
-                     f"{c.status} |")
+        rows.append([c.reference.describe(), c.reference.metric, f"{c.reference.value:.5g}",
+                     f"{lo:.5g}..{hi:.5g}", "" if c.measured is None else f"{c.measured:.5g}",
+                     c.n, c.status])
+    lines += table(["reference", "metric", "value", "bounds", "measured", "n", "status"], rows,
+                   align="llrlrrl")
     return "\n".join(lines) + "\n"
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import errno
 import os
 
+from commstack.benchmarks.base import ParseError
 from commstack.launch.command import LaunchError
 from commstack.launch.stack import StackError
 from commstack.launch.submit import SubmitError
 from commstack.machine import MachineError
 from commstack.matrix.model import MatrixError
-from commstack.parsers.errors import ParseError
 from commstack.store.files import AlreadyExists
+from commstack.store.record import RecordError
 
 USER_ERROR_EXIT = 2
 SYSTEM_ERROR_EXIT = 4
@@ -27,7 +28,7 @@ class CampaignError(ValueError):
 
 
 USER_ERRORS = (MatrixError, StackError, LaunchError, ParseError, AlreadyExists, CampaignError,
-               FileNotFoundError, SubmitError, MachineError)
+               FileNotFoundError, SubmitError, MachineError, RecordError)
 
 # What the file system or the machine refused; EBADF, EINVAL and the like are bugs of ours.
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG}

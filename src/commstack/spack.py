@@ -222,12 +222,15 @@ def install_env(env_src: Path, workdir: Path) -> Path:
 
 
 def install_view_bin(env_src: Path, workdir: Path, expect: str) -> Path:
-    """Install an environment and return its view's bin directory, which must hold ``expect``."""
+    """Install an environment and return its view's bin directory, which must hold ``expect``;
+    an ``expect`` with a slash is a path in the view (OSU installs in libexec/, not bin/) and
+    its folder is returned."""
     envdir = install_env(env_src, Path(workdir))
-    bindir = envdir / ".spack-env" / "view" / "bin"
-    if not (bindir / expect).is_file():
-        raise RuntimeError(f"spack install succeeded but {bindir}/{expect} is missing")
-    return bindir
+    view = envdir / ".spack-env" / "view"
+    found = view / expect if "/" in expect else view / "bin" / expect
+    if not found.is_file():
+        raise RuntimeError(f"spack install succeeded but {found} is missing")
+    return found.parent
 
 
 def installed_prefix(view_bin_file: Path) -> Path:
@@ -243,7 +246,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m commstack.spack", description=main.__doc__)
     ap.add_argument("env", type=Path, help="directory holding spack.yaml")
     ap.add_argument("--workdir", type=Path, default=cache_root() / "envs")
-    ap.add_argument("--expect", default="IMB-MPI1", help="executable the view must provide")
+    ap.add_argument("--expect", default="IMB-MPI1",
+                    help="executable the view's bin/ must provide, or a path in the view")
     args = ap.parse_args(argv)
     reason = spack_skip_reason()
     if reason:

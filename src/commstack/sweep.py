@@ -17,11 +17,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import commstack
-from commstack import provenance
+from commstack import preflight, provenance
 from commstack.benchmarks import registry
+from commstack.benchmarks.base import ParseError
 from commstack.launch import runner
 from commstack.launch.command import (
     LaunchCommand,
@@ -34,11 +35,11 @@ from commstack.launch.stack import ResolvedStack, StackError, resolve
 from commstack.machine import Machine
 from commstack.matrix.expand import expand
 from commstack.matrix.model import Matrix, Point
-from commstack.parsers.errors import ParseError
 from commstack.placement.check import CONTRADICTS, MISMATCH_STATUS, record_placement
 from commstack.store import campaign as store
 from commstack.store.campaign import Campaign
 from commstack.store.files import write_new, write_new_json
+from commstack.store.record import Placement, Record, SlurmStep, StackInfo, UcxReport
 from commstack.store.table import write_records_csv
 
 REPO_ROOT = Path(commstack.__file__).resolve().parents[2]
@@ -167,8 +168,13 @@ def run_sweep(
     retry_failed: bool = False,
     log: Callable[[str], None] = lambda s: print(s, flush=True),
     parallel: int = 1,
+    allow_unlisted: Sequence[str] = (),
 ) -> SweepResult:
     matrix = plan.matrix
+    # Before anything is created or launched: exit 2 on what a stack cannot do.
+    checked = preflight.check_plan(plan, allow_unlisted)
+    for line in checked.warnings + checked.notes:
+        log(f"pre-flight: {line}")
     campaign = Campaign(campaign_root)
     campaign.ensure({"campaign": campaign.name, "machine": campaign.machine,
                      "benchmark": matrix.benchmark.name, "created": time.time(),
@@ -203,11 +209,12 @@ def run_sweep(
             result.failed += state == store.FAILED
             return
         record = _run_one(campaign, session, prepared, attempt, matrix, parse,
-                          known_ucx[prepared.stack.name], timeout, plan.allocation)
+                          known_ucx[prepared.stack.name], timeout, plan.allocation,
+                          checked.unchecked.get(pid, {}))
         result.ran += 1
-        status = record["status"]
+        status = record.status
         log(f"[{next(counter)}] rep {repeat} {pid} {_label(prepared.point)}: {status}"
-            f" ({record['duration_s']:.1f}s)")
+            f" ({record.duration_s or 0:.1f}s)")
         if status == "interrupted":
             result.interrupted = True
         elif status == "ok":
@@ -263,19 +270,19 @@ def _time_budget(campaign: Campaign, point: Point, matrix: Matrix,
     if remaining is None:
         return matrix.timeout
     past = [a.record() for a in campaign.attempts(point.id)]
-    durations = [r["duration_s"] for r in past if r and r.get("status") == "ok"]
+    durations = [r.duration_s for r in past if r and r.ok and r.duration_s is not None]
     expected = max(durations) * 1.5 if durations else matrix.timeout
     if remaining - SLACK_S < expected:
         return None
     return min(matrix.timeout, remaining - SLACK_S)
 
 
-def _slurm_provenance(allocation: Allocation, command: LaunchCommand, stderr: str) -> dict:
+def _slurm_provenance(allocation: Allocation, command: LaunchCommand, stderr: str) -> SlurmStep:
     step = step_provenance(stderr)
-    return {"job_id": step["job_id"] or allocation.job_id, "step_id": step["step_id"],
-            "nodes": step["nodes"], "allocation_nodes": allocation.nodes,
-            "tasks_per_node": command.ranks // max(1, int(_arg(command.argv, "-N") or 1)),
-            "partition": allocation.partition}
+    return SlurmStep(job_id=step["job_id"] or allocation.job_id, step_id=step["step_id"],
+                     nodes=step["nodes"], allocation_nodes=allocation.nodes,
+                     tasks_per_node=command.ranks // max(1, int(_arg(command.argv, "-N") or 1)),
+                     partition=allocation.partition)
 
 
 def _arg(argv: List[str], flag: str) -> Optional[str]:
@@ -317,7 +324,8 @@ def _topology_note(session: Path) -> str:
 
 def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt: store.Attempt,
              matrix: Matrix, parse: Callable, known_ucx: Optional[set],
-             timeout: Optional[float] = None, allocation: Optional[Allocation] = None) -> dict:
+             timeout: Optional[float] = None, allocation: Optional[Allocation] = None,
+             preflight_unchecked: Optional[Dict[str, str]] = None) -> Record:
     """Run one claimed attempt, parse it and write its record; the attempt is released after."""
     point, command = prepared.point, prepared.command
     repeat = attempt.repeat
@@ -331,11 +339,8 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
             if status == "ok":
                 try:
                     output = parse(text)
-                    parsed = output.rows if hasattr(output, "rows") else {
-                        "runtime": output.runtime, "ranks": output.ranks, **output.values}
-                    notes = list(output.notes)
-                    built = getattr(output, "config", None)  # GASNet-EX prints its build
-                    fatal = [n for n in notes if n.startswith(matrix.benchmark.fatal_notes)]
+                    parsed, notes, built = output.rows, list(output.notes), output.build_config
+                    fatal = matrix.benchmark.fatal(output)
                     if fatal:
                         status, error = "parse-error", "; ".join(fatal)
                 except ParseError as exc:
@@ -351,45 +356,46 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
                 # The numbers are real, but not of the placement the point names.
                 status = MISMATCH_STATUS
                 notes.append(f"placement {placement['summary']}")
-            record = {
-                "schema": 1,
-                "campaign": campaign.name,
-                "machine": campaign.machine,
-                "benchmark": matrix.benchmark.name,
-                "point_id": point.id,
-                "repeat": repeat,
-                "attempt": attempt.number,
-                "params": point.as_dict(),
-                "stack": prepared.stack.name,
-                "stack_info": {"flavour": prepared.stack.flavour, "root": prepared.stack.stack.root,
-                               "launcher": prepared.stack.launcher},
-                "argv": command.argv,
-                "env": provenance.scrub_env(command.env),
-                "env_prepends": command.prepends,
-                "command": command.shell(),
-                "ranks": command.ranks,
-                "nodes": point.get("nodes", 1),
-                "oversubscribed": command.oversubscribed,
-                "placement": placement,
-                "status": status,
-                "exit_code": outcome.exit_code,
-                "timeout_s": timeout or matrix.timeout,
-                "start": outcome.start,
-                "end": outcome.end,
-                "duration_s": outcome.duration_s,
-                "parsed": parsed,
-                "parse_error": error,
-                "notes": notes,
-                "build_config": built,
-                "ucx": provenance.ucx_report(command.full_env(), both, known_ucx,
-                                             prepared.stack.flavour, prepared.stack.stack.conduit),
-                "session": session.name,
-                "topology": _topology_note(session),
-                "slurm": _slurm_provenance(allocation, command, err_text) if allocation else None,
-                "stdout": "stdout.txt",
-                "stderr": "stderr.txt",
-            }
-            write_new_json(attempt.record_path, record)
+            record = Record(
+                campaign=campaign.name,
+                machine=campaign.machine,
+                benchmark=matrix.benchmark.name,
+                point_id=point.id,
+                repeat=repeat,
+                attempt=attempt.number,
+                params=point.as_dict(),
+                stack=prepared.stack.name,
+                stack_info=StackInfo(prepared.stack.flavour, prepared.stack.stack.root,
+                                     prepared.stack.launcher),
+                argv=command.argv,
+                env=provenance.scrub_env(command.env),
+                env_prepends=command.prepends,
+                command=command.shell(),
+                ranks=command.ranks,
+                nodes=point.get("nodes", 1),
+                oversubscribed=command.oversubscribed,
+                placement=Placement(**placement) if placement else None,
+                status=status,
+                exit_code=outcome.exit_code,
+                timeout_s=timeout or matrix.timeout,
+                start=outcome.start,
+                end=outcome.end,
+                duration_s=outcome.duration_s,
+                parsed=parsed or [],
+                parse_error=error,
+                notes=notes,
+                build_config=built,
+                preflight_unchecked=dict(preflight_unchecked or {}),
+                ucx=UcxReport(**provenance.ucx_report(
+                    command.full_env(), both, known_ucx, prepared.stack.flavour,
+                    prepared.stack.stack.conduit)),
+                session=session.name,
+                topology=_topology_note(session),
+                slurm=_slurm_provenance(allocation, command, err_text) if allocation else None,
+                stdout="stdout.txt",
+                stderr="stderr.txt",
+            )
+            write_new_json(attempt.record_path, record.to_dict())
             return record
     finally:
         attempt.release()

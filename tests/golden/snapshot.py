@@ -37,17 +37,15 @@ def fixture_outputs():
 
 
 def parsed_snapshot(family: str, path: Path) -> dict:
+    from commstack.benchmarks.base import ParseError
     from commstack.benchmarks.registry import parser_for
-    from commstack.parsers.errors import ParseError
 
     try:
         output = parser_for(family)(path.read_text(errors="replace"))
     except ParseError as exc:
         return {"error": str(exc)}
-    rows = output.rows if hasattr(output, "rows") else [
-        {"runtime": output.runtime, "ranks": output.ranks, **output.values}]
-    return {"rows": rows, "notes": list(output.notes),
-            "build_config": getattr(output, "config", None)}
+    return {"rows": output.rows, "notes": list(output.notes),
+            "build_config": output.build_config}
 
 
 def tidy_tables(root: Path) -> "tuple[str, str]":

@@ -55,6 +55,7 @@ def _describe(args: argparse.Namespace) -> str:
 
 def execute(args: argparse.Namespace) -> int:
     from commstack import compare as cmp
+    from commstack.figures import load_figures
     from commstack.store.campaign import Campaign
     from commstack.store.files import replace, write_new
 
@@ -63,7 +64,7 @@ def execute(args: argparse.Namespace) -> int:
         raise CampaignError("give exactly one of: campaign B, --reference FILE, "
                             "--write-reference FILE")
     if args.write_reference:
-        figs = cmp.select_figures(cmp.load_figures(args.a, args.metric), where)
+        figs = cmp.select_figures(load_figures(args.a, args.metric), where)
         text = cmp.write_references(figs, Campaign(args.a).machine, args.tolerance, list(where),
                                     args.ignore, _describe(args))
         write_new(args.write_reference, text.encode())
@@ -73,14 +74,14 @@ def execute(args: argparse.Namespace) -> int:
         _, refs = cmp.load_references(args.reference)
         records = list(Campaign(existing_campaign(args.a)).records())
         records = [r for r in records if all(
-            k not in r.get("params", {}) or str(r["params"][k]) == v for k, v in where.items())]
+            k not in r.params or str(r.params[k]) == v for k, v in where.items())]
         checks = cmp.check_references(records, refs)
         text = cmp.references_markdown(checks, str(args.reference))
         failed = any(c.status == "out of bounds" for c in checks)
     else:
         threshold = cmp.DEFAULT_THRESHOLD if args.threshold is None else args.threshold
-        result = cmp.compare(cmp.load_figures(args.a, args.metric),
-                             cmp.load_figures(args.b, args.metric), threshold,
+        result = cmp.compare(load_figures(args.a, args.metric),
+                             load_figures(args.b, args.metric), threshold,
                              args.ignore, where)
         if not result.matches:
             raise CampaignError(

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from commstack import preflight
 from commstack.cli.common import add_matrix_arguments, campaign_root, prepare_plan
 from commstack.matrix.load import load_matrix
+from commstack.preflight import add_allow_argument
 
 
 def register(p: argparse.ArgumentParser) -> None:
     add_matrix_arguments(p)
+    add_allow_argument(p)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -27,4 +30,9 @@ def execute(args: argparse.Namespace) -> int:
         print(f"    {prepared.command.shell()}")
     for point, why in plan.skipped:
         print(f"{point.id}  SKIPPED: {why}")
+    verdict = preflight.default().check(plan, getattr(args, "allow_unlisted", ()))
+    for line in verdict.messages():
+        print(f"# pre-flight would refuse: {line}")
+    for line in verdict.warnings:
+        print(f"# pre-flight: {line}")
     return 0

@@ -32,7 +32,7 @@ def execute(args: argparse.Namespace) -> int:
             return 0
     if args.campaign is None:
         raise CampaignError("give a campaign directory (or --index RESULTS)")
-    from commstack.report.markdown import write_report
+    from commstack.report.document import write_report
 
     others = [existing_campaign(o) for o in args.others]
     print(write_report(existing_campaign(args.campaign), others))

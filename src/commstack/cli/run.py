@@ -8,6 +8,7 @@ import sys
 from commstack.cli import plan as plan_command
 from commstack.cli.common import add_matrix_arguments, campaign_root, prepare_plan
 from commstack.matrix.load import load_matrix
+from commstack.preflight import add_allow_argument
 from commstack.sweep import run_sweep
 
 
@@ -20,6 +21,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--report", action="store_true", help="write the report when the sweep ends")
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="run up to K points side by side (small points sharing an allocation)")
+    add_allow_argument(p)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -27,13 +29,14 @@ def execute(args: argparse.Namespace) -> int:
         return plan_command.execute(args)
     plan = prepare_plan(args, load_matrix(args.matrix))
     root = campaign_root(args, plan.matrix)
-    result = run_sweep(plan, root, retry_failed=args.retry_failed, parallel=args.parallel)
+    result = run_sweep(plan, root, retry_failed=args.retry_failed, parallel=args.parallel,
+                       allow_unlisted=args.allow_unlisted)
     print(f"campaign {root}: {result.ran} runs now, {result.skipped_done} already done, "
           f"{result.failed} failed"
           + (f", {result.deferred} left pending (not enough allocation time)" if result.deferred else "")
           + (" -- interrupted, run again to resume" if result.interrupted else ""), file=sys.stderr)
     if args.report and not result.interrupted:
-        from commstack.report.markdown import write_report
+        from commstack.report.document import write_report
 
         print(write_report(root))
     return result.exit_code

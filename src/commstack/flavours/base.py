@@ -118,6 +118,17 @@ class Flavour:
         """Variables that make the MPI print where it bound each rank (kept if already set)."""
         return {}
 
+    # --- pre-flight (commstack.preflight): what the installation's own tools list ---------
+    def component_tool(self) -> Optional[Tuple[str, ...]]:
+        """The command that lists this MPI's components and their parameters, or None."""
+        return None
+
+    def variable_tools(self) -> Dict[str, Tuple[str, ...]]:
+        """Variable prefix -> the command (run in the stack's environment) that lists every
+        variable of that family by name; a family without one is not checked by name."""
+        tools = {"UCX_": ("ucx_info", "-c", "-a"), "UCC_": ("ucc_info", "-c", "-a")}
+        return {prefix: argv for prefix, argv in tools.items() if prefix in self.env_families}
+
     def local(self, launcher: str, req: Request, placement: Placement,
               env: Dict[str, str]) -> Launch:
         """The launcher on this node for ``req.ranks_per_node`` ranks."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from commstack.flavours.base import (
     COMMON_FAMILIES,
@@ -36,6 +36,11 @@ class IntelMPI(Hydra):
             if env.get(name, "").strip() == "mlx":
                 return f"{name}=mlx (Intel MPI's UCX-based provider)"
         return None
+
+    def variable_tools(self) -> Dict[str, Tuple[str, ...]]:
+        # -a -e: every variable, expert ones too (plain impi_info lists about a fifth of them).
+        # Its MPIR_CVAR_ list is partial (Intel MPI reads more), so that family is not checked.
+        return {**super().variable_tools(), "I_MPI_": ("impi_info", "-a", "-e")}
 
     def stack_env(self, root: Optional[str]) -> Dict[str, str]:
         return {"I_MPI_ROOT": root} if root else {}

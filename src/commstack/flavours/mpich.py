@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Tuple
 
 from commstack.flavours.base import (
     COMMON_FAMILIES,
@@ -26,6 +26,10 @@ class MPICH(Hydra):
 
     def default_launcher(self, conduit: object = None) -> str:
         return "mpiexec"
+
+    def variable_tools(self) -> Dict[str, Tuple[str, ...]]:
+        # mpivars prints every control variable (MPIR_CVAR_*) of the library it is linked with.
+        return {**super().variable_tools(), "MPIR_CVAR_": ("mpivars",)}
 
     def report_env(self, env: Dict[str, str]) -> Dict[str, str]:
         # hydra prints "process <i> binding: 0100..." per process on stdout. (Before MPICH 4 it

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from commstack.flavours.base import (
     COMMON_FAMILIES,
@@ -33,6 +33,9 @@ class OpenMPI(Flavour):
             if env.get(name, "").strip() == "ucx":
                 return f"{name}=ucx"
         return None
+
+    def component_tool(self) -> Optional[Tuple[str, ...]]:
+        return ("ompi_info", "--parsable", "--all")
 
     def local(self, launcher: str, req: Request, placement: Placement,
               env: Dict[str, str]) -> Launch:

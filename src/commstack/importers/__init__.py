@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from commstack.parsers.errors import ParseError
+from commstack.benchmarks.base import ParseError
 
 
 def import_file(path: Path, campaign_root: Path, origin: Optional[str] = None):

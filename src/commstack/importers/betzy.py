@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from commstack.benchmarks.base import ParseError
 from commstack.importers.matlab_table import Line, RawTable, parse_tables
-from commstack.parsers.errors import ParseError
-from commstack.report.pivot import Block, Label, Layout, Part, Section, Table, format_value
+from commstack.report.layout import Block, Label, Layout, Part, Section, Table, format_value
 
 METRIC = "time_10000_calls_s"
 UNIT = "s per 10000 exchange calls"

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-from commstack.parsers.errors import ParseError
+from commstack.benchmarks.base import ParseError
 
 _UNDERLINE = re.compile(r"^\s*_+(?:\s+_+)*\s*$")
 Line = Tuple[int, str]  # (1-based line number in the file, text)

@@ -15,13 +15,14 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import List, Optional
 
 import commstack
 from commstack.importers.betzy import METRIC, UNIT, Cell, ParsedFile
 from commstack.matrix.model import Point
 from commstack.store.campaign import Campaign
-from commstack.store.files import AlreadyExists, dump_json, read_json, write_new, write_new_json
+from commstack.store.files import AlreadyExists, dump_json, write_new, write_new_json
+from commstack.store.record import Record, StackInfo
 
 BENCHMARK = "cartex"
 FLAVOURS = {"ompi": "openmpi", "impi": "intelmpi"}
@@ -44,34 +45,32 @@ class ImportResult:
                 f"{self.already} already imported")
 
 
-def record_for(cell: Cell, parsed: ParsedFile, campaign: Campaign) -> Dict[str, Any]:
+def record_for(cell: Cell, parsed: ParsedFile, campaign: Campaign) -> Record:
     part = cell.appearances[0].part
     params = dict(cell.dims)
     params.update(parsed.decomposition_args.get((part, str(params.get("decomposition"))), {}))
     point = Point(BENCHMARK, tuple(sorted(params.items())))
     toolchain = params.get("toolchain")
     nodes, per_node = params.get("nodes"), params.get("ranks_per_node")
-    return {
-        "schema": 1,
-        "imported": True,
-        "campaign": campaign.name,
-        "machine": campaign.machine,
-        "benchmark": BENCHMARK,
-        "point_id": point.id,
-        "repeat": 1,
-        "attempt": 1,
-        "params": params,
-        "stack": toolchain,
-        "stack_info": {"flavour": FLAVOURS.get(str(toolchain))},
-        "ranks": nodes * per_node if nodes and per_node else None,
-        "nodes": nodes,
-        "status": "ok",
-        "parsed": {METRIC: cell.value, "mean_s": float(f"{cell.value / 1e4:.12g}")},
-        "units": {METRIC: UNIT, "mean_s": "s per exchange call (derived: printed value / 10000)"},
-        "notes": cell.notes,
-        "source": {**parsed.layout.source,
-                   "printed": [asdict(a) for a in cell.appearances]},
-    }
+    return Record(
+        imported=True,
+        campaign=campaign.name,
+        machine=campaign.machine,
+        benchmark=BENCHMARK,
+        point_id=point.id,
+        repeat=1,
+        attempt=1,
+        params=params,
+        stack=toolchain,
+        stack_info=StackInfo(flavour=FLAVOURS.get(str(toolchain))),
+        ranks=nodes * per_node if nodes and per_node else None,
+        nodes=nodes,
+        status="ok",
+        parsed=[{METRIC: cell.value, "mean_s": float(f"{cell.value / 1e4:.12g}")}],
+        units={METRIC: UNIT, "mean_s": "s per exchange call (derived: printed value / 10000)"},
+        notes=cell.notes,
+        source={**parsed.layout.source, "printed": [asdict(a) for a in cell.appearances]},
+    )
 
 
 def write_import(parsed: ParsedFile, root: Path, text: str, origin: Optional[str] = None
@@ -90,11 +89,11 @@ def write_import(parsed: ParsedFile, root: Path, text: str, origin: Optional[str
     records = [record_for(cell, parsed, campaign) for cell in parsed.cells]
     for record in records:  # check everything before writing anything
         existing = _existing(campaign, record)
-        if existing is not None and existing["parsed"] != record["parsed"]:
+        if existing is not None and existing.parsed != record.parsed:
             raise AlreadyExists(
-                f"{campaign.root}: point {record['point_id']} ({_label(record)}) was imported "
-                f"from {existing['source']['file']} with {existing['parsed'][METRIC]}; "
-                f"{source} says {record['parsed'][METRIC]}")
+                f"{campaign.root}: point {record.point_id} ({_label(record)}) was imported "
+                f"from {(existing.source or {}).get('file')} with {existing.parsed[0][METRIC]}; "
+                f"{source} says {record.parsed[0][METRIC]}")
     imports = campaign.root / "imports"
     imports.mkdir(exist_ok=True)
     _write_once(imports / f"{Path(source).stem}.json", dump_json({
@@ -106,19 +105,19 @@ def write_import(parsed: ParsedFile, root: Path, text: str, origin: Optional[str
         if _existing(campaign, record) is not None:
             result.already += 1
             continue
-        directory = campaign.point_dir(record["point_id"])
+        directory = campaign.point_dir(record.point_id)
         (directory / "rep1.try1").mkdir(parents=True, exist_ok=True)
         if not (directory / "point.json").exists():
             write_new_json(directory / "point.json", {"benchmark": BENCHMARK, "imported": True,
-                                                      "params": record["params"]})
-        write_new_json(directory / "rep1.try1" / "record.json", record)
+                                                      "params": record.params})
+        write_new_json(directory / "rep1.try1" / "record.json", record.to_dict())
         result.new_points += 1
     return result
 
 
-def _existing(campaign: Campaign, record: dict):
-    path = campaign.point_dir(record["point_id"]) / "rep1.try1" / "record.json"
-    return read_json(path) if path.exists() else None
+def _existing(campaign: Campaign, record: Record) -> Optional[Record]:
+    path = campaign.point_dir(record.point_id) / "rep1.try1" / "record.json"
+    return Record.load(path) if path.exists() else None
 
 
 def _write_once(path: Path, data: bytes) -> None:
@@ -132,5 +131,5 @@ def _write_once(path: Path, data: bytes) -> None:
     write_new(path, data)
 
 
-def _label(record: dict) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted(record["params"].items()))
+def _label(record: Record) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(record.params.items()))

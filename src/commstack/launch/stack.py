@@ -88,9 +88,9 @@ def resolve(stack: Stack, machine_launcher: Optional[str] = None) -> ResolvedSta
         raise StackError(f"stack {stack.name!r}: {stack.unresolved}")
     bin_dirs: List[str] = []
     lib_dirs: List[str] = []
-    if stack.bin:
-        _must_exist(stack, "bin", stack.bin)
-        bin_dirs.append(stack.bin)
+    for folder in stack.bin.split(os.pathsep) if stack.bin else []:
+        _must_exist(stack, "bin", folder)
+        bin_dirs.append(folder)
     if stack.root:
         _must_exist(stack, "view" if stack.view else "prefix", stack.root)
         root = Path(stack.root)

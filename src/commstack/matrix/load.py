@@ -11,7 +11,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List
+from typing import Any, Callable, Dict, Iterable, Iterator, List
 
 import jsonschema
 import yaml
@@ -24,7 +24,9 @@ from commstack.matrix import parameters as P
 from commstack.matrix.model import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, Matrix, MatrixError, Stack
 
 _SCHEMA = json.loads((Path(__file__).with_name("schema.json")).read_text())
-# The flavour and conduit names are the flavour modules'.
+# The benchmark names are the benchmark family modules'; flavour and conduit names the flavour
+# modules'.
+_SCHEMA["properties"]["benchmark"]["enum"] = registry.names()
 _SCHEMA["$defs"]["stack"]["properties"]["flavour"]["enum"] = flavours.names()
 _SCHEMA["$defs"]["stack"]["properties"]["conduit"]["enum"] = flavours.conduits()
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -161,9 +163,26 @@ def _quickstart_imb_openmpi() -> "str | None":
     return str(bindir) if (bindir / "IMB-MPI1").is_file() else None
 
 
+def _built_osu(env: str) -> "Callable[[], str | None]":
+    """OSU's test folders (pt2pt/, collective/, ...) of tests/spack/<env> installed by ``python
+    -m commstack.spack tests/spack/<env>`` (default work directory), if it is there."""
+    def find() -> "str | None":
+        mpi = (Path.home() / ".cache" / "commstack" / "envs" / env / ".spack-env" / "view"
+               / "libexec" / "osu-micro-benchmarks" / "mpi")
+        return str(mpi) if (mpi / "pt2pt" / "osu_latency").is_file() else None
+    return find
+
+
 # Variables with a value found on this machine when they are not set.
 FOUND_DEFAULTS = {"I_MPI_ROOT": _python_prefix_intel_mpi,
-                  "COMMSTACK_IMB_OPENMPI_BIN": _quickstart_imb_openmpi}
+                  "COMMSTACK_IMB_OPENMPI_BIN": _quickstart_imb_openmpi,
+                  "COMMSTACK_OSU_INTELMPI": _built_osu("osu-intelmpi"),
+                  "COMMSTACK_OSU_OPENMPI": _built_osu("osu-openmpi"),
+                  "COMMSTACK_OSU_MPICH": _built_osu("osu-mpich")}
+# How to get a FOUND_DEFAULTS value when it is not found: named in the error.
+_OSU_EXPECT = "--expect libexec/osu-micro-benchmarks/mpi/pt2pt/osu_latency"
+FOUND_HOW = {f"COMMSTACK_OSU_{mpi.upper()}": f"python -m commstack.spack tests/spack/osu-{mpi} "
+             f"{_OSU_EXPECT}" for mpi in ("intelmpi", "openmpi", "mpich")}
 
 
 def _expand_vars(value: str) -> "tuple[str, str | None]":
@@ -191,14 +210,20 @@ def _stack(path: Path, name: str, spec: Dict[str, Any]) -> Stack:
     fields: Dict[str, Any] = {}
     unresolved = None
     for key in ("prefix", "view", "bin", "launcher"):
-        if key in spec:
-            fields[key], missing = _expand_vars(spec[key])
+        values = spec.get(key, [])
+        for value in values if isinstance(values, list) else [values]:
+            text, missing = _expand_vars(value)
+            if key == "bin":  # several folders are kept as one search path
+                text = os.path.abspath(os.path.expanduser(text))
+                text = os.pathsep.join(filter(None, (fields.get(key), text)))
+            fields[key] = text
             if missing:  # reported when the stack is used (see launch.stack.resolve)
-                unresolved = unresolved or f"{key} uses ${{{missing}}}, which is not set"
+                how = f" (build it: {FOUND_HOW[missing]})" if missing in FOUND_HOW else ""
+                unresolved = unresolved or f"{key} uses ${{{missing}}}, which is not set{how}"
     if "spack" in spec:
         fields["view"], unresolved = _spack_view(path, name, spec["spack"]["env"],
                                                  spec["spack"]["view"], unresolved)
-    for key in ("prefix", "view", "bin"):
+    for key in ("prefix", "view"):
         if key in fields:
             fields[key] = os.path.abspath(os.path.expanduser(fields[key]))
     env = tuple(sorted((str(k), _env_value(v)) for k, v in spec.get("env", {}).items()))

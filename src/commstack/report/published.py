@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
-from commstack.report.pivot import CellIndex, Layout, render_markdown, render_text
+from commstack.report.layout import CellIndex, Layout, render_markdown, render_text
 from commstack.store.campaign import Campaign
 from commstack.store.files import read_json
+from commstack.store.record import Record
 
 
 @dataclass
@@ -36,7 +37,7 @@ def imported_layouts(campaign_root: Path) -> List[Imported]:
 
 
 def render_published(campaign_root: Path, stem: str, as_published: bool = True,
-                     records: Optional[List[dict]] = None) -> str:
+                     records: Optional[List[Record]] = None) -> str:
     """The tables of the imported file ``stem`` printed from the campaign's records."""
     found = [i for i in imported_layouts(campaign_root) if i.stem == stem]
     if not found:
@@ -47,7 +48,7 @@ def render_published(campaign_root: Path, stem: str, as_published: bool = True,
     return render_text(layout, index.lookup, as_published)
 
 
-def render_layout(layout: Layout, records: List[dict], markdown: bool = False,
+def render_layout(layout: Layout, records: List[Record], markdown: bool = False,
                   as_published: bool = True) -> str:
     index = CellIndex.from_records(records, layout.metric)
     if markdown:

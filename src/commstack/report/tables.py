@@ -13,11 +13,14 @@ from typing import Dict, List
 
 import pandas as pd
 
-from commstack.aggregate import ROW_KEYS, SUMMARY_FIELDS
+from commstack.aggregate import SUMMARY_FIELDS
+from commstack.benchmarks import registry
+from commstack.markdown_table import table
 from commstack.report.numbers import Resolution, cell
+from commstack.store.record import Record
 
 # Parameters that never label a line (constant by construction or not a knob).
-_NOT_LABELS = {*SUMMARY_FIELDS, *ROW_KEYS, "subrun_of", "label"}
+_NOT_LABELS = {*SUMMARY_FIELDS, *registry.all_row_keys(), "subrun_of", "label"}
 
 OVERSUBSCRIBED, SUBRUN = "⚠ov", "⚠sub"
 MARKERS: Dict[str, str] = {
@@ -177,23 +180,18 @@ def _slug(key: str, value: object) -> str:
 
 def to_markdown(section: Section) -> str:
     """A GitHub-flavoured Markdown table; every cell ``mean [min–max]`` (see :func:`cell`)."""
-    table = section.mean
-    header = [table.index.name or ""] + [str(c) for c in table.columns]
-    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(table.columns)]
-    for idx in table.index:
-        cells = [str(idx)] + [section.cell(idx, col) for col in table.columns]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    frame = section.mean
+    header = [frame.index.name or ""] + [str(c) for c in frame.columns]
+    rows = [[str(idx)] + [section.cell(idx, col) for col in frame.columns] for idx in frame.index]
+    return "\n".join(table(header, rows, align="l" + "r" * len(frame.columns)))
 
 
 def units(metric: str) -> str:
-    return {"t_avg_us": "t_avg [usec]", "t_us": "t [usec]", "t_ovrl_us": "t_ovrl [usec]",
-            "t_pure_us": "t_pure [usec]", "mbytes_per_s": "Mbytes/sec",
-            "mean_s": "mean exchange time [s]"}.get(metric, metric)
+    return registry.label(metric)
 
 
-def by_stack_summary(records: List[Dict[str, object]]) -> Dict[str, int]:
+def by_stack_summary(records: List[Record]) -> Dict[str, int]:
     counts: Dict[str, int] = {}
     for rec in records:
-        counts[str(rec.get("status"))] = counts.get(str(rec.get("status")), 0) + 1
+        counts[rec.status] = counts.get(rec.status, 0) + 1
     return counts

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Iterator, List, Optional
 
 from commstack.matrix.model import Point
-from commstack.store.files import read_json, remove_stale_temporaries, write_new_json
+from commstack.store.files import remove_stale_temporaries, write_new_json
+from commstack.store.record import Record
 
 DONE, FAILED, PENDING, RUNNING = "done", "failed", "pending", "running"
 # Statuses that count as a failed attempt; `interrupted` (and no record at all) mean "not run".
@@ -44,9 +45,10 @@ class Attempt:
     def record_path(self) -> Path:
         return self.path / "record.json"
 
-    def record(self) -> Optional[dict]:
+    def record(self) -> Optional[Record]:
+        """The attempt's record (any schema version), or None while it has none."""
         try:
-            return read_json(self.record_path)
+            return Record.load(self.record_path)
         except FileNotFoundError:
             return None
 
@@ -129,12 +131,12 @@ class Campaign:
     def state(self, point_id: str, repeat: int) -> str:
         attempts = self.attempts(point_id, repeat)
         records = [a.record() for a in attempts]
-        if any(r and r.get("status") == "ok" for r in records):
+        if any(r and r.ok for r in records):
             return DONE
         if any(r is None and a.is_locked() for a, r in zip(attempts, records)):
             return RUNNING
-        finished = [r for r in records if r and r.get("status") in FAILURES]
-        if finished and records[-1] is not None and records[-1].get("status") in FAILURES:
+        finished = [r for r in records if r and r.status in FAILURES]
+        if finished and records[-1] is not None and records[-1].status in FAILURES:
             return FAILED
         return PENDING
 
@@ -163,7 +165,7 @@ class Campaign:
         finally:
             os.close(guard)
 
-    def records(self) -> Iterator[dict]:
+    def records(self) -> Iterator[Record]:
         points = self.root / "points"
         if not points.is_dir():
             return

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List
 
 from commstack.store.files import replace
+from commstack.store.record import Record
 
 # Record-level columns; `benchmark` and `status` of a parsed row keep those names for the row
 # (PingPong, ok), so the record's are renamed.
@@ -18,21 +19,18 @@ RECORD_COLUMNS = [
 ]
 
 
-def tidy_rows(records: Iterable[dict]) -> List[Dict[str, object]]:
+def tidy_rows(records: Iterable[Record]) -> List[Dict[str, object]]:
     rows: List[Dict[str, object]] = []
     for rec in records:
-        base = {RENAMED.get(col, col): rec.get(col) for col in RECORD_COLUMNS}
-        base["flavour"] = rec.get("stack_info", {}).get("flavour")
-        base["placement"] = (rec.get("placement") or {}).get("verdict")
-        for name, value in rec.get("params", {}).items():
+        base = {RENAMED.get(col, col): getattr(rec, col) for col in RECORD_COLUMNS}
+        base["flavour"] = rec.flavour
+        base["placement"] = rec.placement.verdict if rec.placement else None
+        for name, value in rec.params.items():
             base.setdefault(f"param.{name}", value)
-        parsed = rec.get("parsed")
-        if isinstance(parsed, dict):
-            parsed = [parsed]
-        if not parsed:
+        if not rec.parsed:
             rows.append(base)
             continue
-        for item in parsed:
+        for item in rec.parsed:
             row = dict(base)
             for key, value in item.items():
                 row["row_status" if key == "status" else key] = value
@@ -62,7 +60,7 @@ def _cell(value: object) -> object:
     return "" if value is None else value
 
 
-def write_records_csv(campaign_root: Path, records: Iterable[dict]) -> Path:
+def write_records_csv(campaign_root: Path, records: Iterable[Record]) -> Path:
     path = Path(campaign_root) / "records.csv"
     replace(path, to_csv(tidy_rows(records)).encode())
     return path

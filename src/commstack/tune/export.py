@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from commstack.benchmarks.registry import Benchmark
+from commstack.markdown_table import table
 from commstack.matrix import parameters as P
 from commstack.store.files import replace
 from commstack.tune import decide as rule
@@ -56,8 +57,7 @@ def decisions_table(results: List[CaseResult], names: List[str]) -> List[Dict[st
 
 def table_markdown(rows: List[Dict[str, Any]]) -> str:
     columns = _columns(rows)
-    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    out += ["| " + " | ".join(str(r.get(c, "")) for c in columns) + " |" for r in rows]
+    out = table(columns, [[str(r.get(c, "")) for c in columns] for r in rows])
     return "\n".join(out) + "\n"
 
 

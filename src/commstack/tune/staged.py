@@ -168,9 +168,9 @@ def measurements(campaign_dir: Path, axes: List[str], benchmark: Optional[str]
             by_record.setdefault(id(rec), (rec, []))[1].append(row)
     for rec, rows in by_record.values():
         top = max((r.get("np") or 0) for r in rows)
-        key = tuple(rec["params"].get(ax) for ax in axes)
+        key = tuple(rec.params.get(ax) for ax in axes)
         for row in rows:
-            metric = metric_of(row)
+            metric = metric_of(row, rec.benchmark)
             if metric is None or (row.get("np") or 0) != top:
                 continue
             value = float(row[metric[0]])

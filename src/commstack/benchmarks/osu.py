@@ -1,5 +1,6 @@
-"""Parser for the stdout of one OSU Micro-Benchmarks (OMB) MPI run (``osu_latency``, ``osu_bw``,
-``osu_allreduce``, ...; format of OMB 7.x, c/util/osu_util_mpi.c).
+"""OSU Micro-Benchmarks (OMB): the ``osu`` benchmark (any MPI test: ``osu_latency``, ``osu_bw``,
+``osu_allreduce``, ...), its options, figures of merit and the parser of its stdout (format of
+OMB 7.x, c/util/osu_util_mpi.c).
 
 Rank 0 prints a title, a column header and one row per message size::
 
@@ -31,9 +32,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from .columns import column_keys
-from .errors import ParseError
-from .imb import strip_launcher_prefix
+from commstack.benchmarks.base import Benchmark, Option, Output, ParseError
+from commstack.benchmarks.imb import MBYTES_PER_S, T_AVG_US, T_OVRL_US, T_PURE_US, T_US
+from commstack.benchmarks.text import INTEL_MPI_STARTUP, column_keys, strip_launcher_prefix
 
 _TITLE = re.compile(r"^# OSU MPI(?P<accel>-\S+)? (?P<name>.+?)(?: Test)?(?: v(?P<version>\S+))?$")
 _HEADER_START = ("# Size", "# Avg Latency(us)", "# Overall(us)")
@@ -68,8 +69,8 @@ _ABORTS = ("BAD TERMINATION", "YOUR APPLICATION TERMINATED", "MPI_ABORT was invo
 
 
 @dataclass
-class OsuOutput:
-    """One OMB run: ``rows`` (one dict per message size) and parser ``notes``."""
+class _Run:
+    """What the parser has read so far of one OMB run."""
 
     benchmark: str  # test name from the title, e.g. "Latency", "Allreduce Latency"
     version: str  # OMB version from the title ("" if the title has none)
@@ -93,14 +94,16 @@ def _value(key: str, token: str, number: int) -> object:
         raise ParseError(f"{key}: {token!r} is not a number (row cut off?)", number) from None
 
 
-def parse_osu(text: str) -> OsuOutput:
+def parse_osu(text: str) -> Output:
     """Parse the stdout of one OMB run; raise :class:`ParseError` when it is not a complete
-    table (see the module docstring)."""
+    table (see the module docstring). ``rows``: one per message size; ``meta``: ``benchmark``
+    (the test name), ``version``, ``columns`` (row keys in header order), ``datatypes``, and
+    ``pairs``/``window_size`` (osu_mbw_mr, else None)."""
     if not text.strip():
         raise ParseError("empty output: OMB printed nothing (wrong process count, e.g. "
                          "osu_latency on 3 ranks, says so on stderr)")
     lines = [strip_launcher_prefix(line) for line in text.splitlines()]
-    out: Optional[OsuOutput] = None
+    out: Optional[_Run] = None
     header_line = 0
     ucx_lines = 0
     for number, line in enumerate(lines, 1):
@@ -116,12 +119,12 @@ def parse_osu(text: str) -> OsuOutput:
                 out.notes.append(_UCX_LINE.sub("", line).strip())
             ucx_lines += 1
             continue
-        if not line.strip():
-            continue
+        if not line.strip() or INTEL_MPI_STARTUP.match(line):
+            continue  # I_MPI_DEBUG>0: Intel MPI's start-up lines and pin table come first
         title = _TITLE.match(line)
         if title:
             if out is None:
-                out = OsuOutput(benchmark=title["name"], version=title["version"] or "")
+                out = _Run(benchmark=title["name"], version=title["version"] or "")
             elif title["name"] != out.benchmark:
                 raise ParseError(f"second title {line!r} in the output of {out.benchmark!r}",
                                  number)
@@ -165,10 +168,12 @@ def parse_osu(text: str) -> OsuOutput:
     _check_sizes(out)
     if ucx_lines:
         out.notes.append(f"ignored {ucx_lines} UCX log lines")
-    return out
+    return Output(out.rows, out.notes, meta={
+        "benchmark": out.benchmark, "version": out.version, "columns": out.columns,
+        "datatypes": out.datatypes, "pairs": out.pairs, "window_size": out.window_size})
 
 
-def _row(line: str, number: int, out: OsuOutput) -> dict:
+def _row(line: str, number: int, out: _Run) -> dict:
     tokens = line.split()
     if len(tokens) != len(out.columns):
         raise ParseError(f"{out.benchmark}: row has {len(tokens)} values, the header has "
@@ -184,7 +189,7 @@ def _row(line: str, number: int, out: OsuOutput) -> dict:
     return row
 
 
-def _check_sizes(out: OsuOutput) -> None:
+def _check_sizes(out: _Run) -> None:
     """OMB doubles the message size from row to row: a gap or repeat means lost lines."""
     if "bytes" not in out.columns:
         return
@@ -193,3 +198,25 @@ def _check_sizes(out: OsuOutput) -> None:
         if after != 2 * max(before, 1) and not (before == 0 and after == 1):
             raise ParseError(f"{out.benchmark}: message size {after} follows {before} "
                              "(OMB doubles it each row): lines are missing or mixed")
+
+
+FORMAT = "osu"
+FIGURES = (T_AVG_US, T_US, T_OVRL_US, T_PURE_US, MBYTES_PER_S)
+ROW_KEYS = ("benchmark", "bytes")
+
+# OSU Micro-Benchmarks 7.x (osu_latency, osu_bw, osu_allreduce, ...): one program per test, picked
+# with the `executable` parameter. -f exists for the collectives only (osu_latency rejects it).
+OPTIONS: Dict[str, Option] = {
+    "message_size": Option("-m", help="[MIN:]MAX message sizes in bytes, e.g. '1:65536'"),
+    "iterations": Option("-i", help="timed iterations per size"),
+    "warmup": Option("-x", help="untimed warm-up iterations per size"),
+    "full": Option("-f", "flag", "collectives: also min/max latency and iterations"),
+    "window_size": Option("-W", help="osu_bw/osu_bibw/osu_mbw_mr: messages per window"),
+    "num_pairs": Option("-p", help="osu_mbw_mr: communicating pairs"),
+    "mem_limit": Option("-M", help="collectives: per-process memory limit in bytes"),
+    "datatype": Option("-T", help="mpi_char|mpi_int|mpi_float (one per run; not 'all')"),
+}
+
+BENCHMARKS = [
+    Benchmark("osu", "osu_latency", FORMAT, parse_osu, OPTIONS, figures=FIGURES, row_keys=ROW_KEYS),
+]

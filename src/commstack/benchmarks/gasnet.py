@@ -1,4 +1,5 @@
-"""Parser for the GASNet-EX microbenchmarks ``testlarge`` and ``testsmall`` (GASNet tests/).
+"""The GASNet-EX microbenchmarks ``testlarge`` and ``testsmall`` (GASNet tests/): their options,
+figures of merit and the parser of their stdout.
 
 Every process prints a banner; the initiators print one line per operation and size, and node 0
 prints ``done.`` at the end::
@@ -21,11 +22,11 @@ latency, as IMB-RMA's Unidir tables), ``bytes``, ``repetitions``; plus ``section
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List
 
-from .errors import ParseError
-from .imb import strip_launcher_prefix
+from commstack.benchmarks.base import Benchmark, Option, Output, ParseError
+from commstack.benchmarks.imb import MBYTES_PER_S, T_US
+from commstack.benchmarks.text import strip_launcher_prefix
 
 _BANNER = re.compile(r"^=====> (?P<program>\S+) nprocs=(?P<nprocs>\d+) config=(?P<config>\S+)")
 _ROW = re.compile(
@@ -39,17 +40,10 @@ _UNIT = {"K": 2 ** 10, "M": 2 ** 20}
 _FAILURES = ("Test skipped", "*** FATAL ERROR", "*** Caught a fatal signal", "ERROR: ")
 
 
-@dataclass
-class GasnetOutput:
-    program: str  # testlarge | testsmall
-    nprocs: int
-    config: str  # GASNet's build configuration string (release, conduit, thread model, ...)
-    conduit: Optional[str]
-    rows: List[dict] = field(default_factory=list)
-    notes: List[str] = field(default_factory=list)
-
-
-def parse_gasnet(text: str) -> GasnetOutput:
+def parse_gasnet(text: str) -> Output:
+    """Parse the stdout of one testlarge/testsmall run. ``build_config``: GASNet's build
+    configuration string (release, conduit, thread model, ...); ``meta``: ``program``
+    (testlarge|testsmall), ``nprocs``, ``conduit`` (lower case, None if the banner has none)."""
     lines = [strip_launcher_prefix(line) for line in text.splitlines()]
     banner = None
     rows: List[dict] = []
@@ -80,8 +74,9 @@ def parse_gasnet(text: str) -> GasnetOutput:
         raise ParseError(f"{banner['program']}: no final 'done.' line: the run did not finish "
                          f"(last result: {rows[-1]['benchmark']} {rows[-1]['bytes']} bytes)")
     conduit = re.search(r"CONDUIT=([A-Z0-9]+)", banner["config"])
-    return GasnetOutput(banner["program"], int(banner["nprocs"]), banner["config"],
-                        conduit.group(1).lower() if conduit else None, rows, notes)
+    return Output(rows, notes, build_config=banner["config"],
+                  meta={"program": banner["program"], "nprocs": int(banner["nprocs"]),
+                        "conduit": conduit.group(1).lower() if conduit else None})
 
 
 def _row(m: "re.Match[str]") -> dict:
@@ -97,3 +92,34 @@ def _row(m: "re.Match[str]") -> dict:
         row["t_us"] = float(m["lat"])
         row["t_total_us"] = int(m["total"])
     return row
+
+
+FORMAT = "gasnet"
+FIGURES = (T_US, MBYTES_PER_S)
+ROW_KEYS = ("benchmark", "mode", "bytes", "node")
+
+# tests/testlarge.c and testsmall.c (installed by packages/gasnet-tests as
+# <program>-<conduit>): `testlarge [options] iters maxsz sections`.
+OPTIONS: Dict[str, Option] = {
+    "mb_units": Option("-m", "flag", "bandwidth in MB/s (2^20 B/s) instead of KB/s"),
+    "in_segment": Option("-in", "flag", "initiator-side memory in the GASNet segment"),
+    "out_segment": Option("-out", "flag", "initiator-side memory outside the segment"),
+    "puts_only": Option("-p", "flag", "puts only"),
+    "gets_only": Option("-g", "flag", "gets only"),
+    "skip_warmup": Option("-s", "flag", "no warm-up iterations"),
+    "full_duplex": Option("-a", "flag", "all nodes send"),
+    "cross_machine": Option("-c", "flag", "cross-machine pairing"),
+    "minsz": Option("-minsz", help="smallest transfer size"),
+    "max_step": Option("-max-step", help="largest step between transfer sizes"),
+    "segsz": Option("-segsz", help="segment size in MB"),
+    "iters": Option("", "trailing", "iterations per size (first positional argument)"),
+    "maxsz": Option("", "trailing", "largest transfer size in bytes"),
+    "sections": Option("", "trailing", "test sections: A (latency, testsmall), B (bandwidth)"),
+}
+
+# A gasnet stack runs <executable>-<conduit>, e.g. testlarge-ibv.
+BENCHMARKS = [
+    Benchmark(f"gasnet-{program}", program, FORMAT, parse_gasnet, OPTIONS,
+              figures=FIGURES, row_keys=ROW_KEYS)
+    for program in ("testlarge", "testsmall")
+]

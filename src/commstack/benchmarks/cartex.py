@@ -1,4 +1,5 @@
-"""Parser for the stdout of one GHEX-BENCH ``cartex`` run (the ``benchmark`` executable).
+"""GHEX-BENCH ``cartex`` (halo exchange): its options, figure of merit and the parser of the
+stdout of one run (the ``benchmark_<runtime>`` executables).
 
 Rank 0 prints (format described in ``research/ghexbench.md`` §6)::
 
@@ -19,14 +20,15 @@ instead of the percentile throughputs. Published Betzy tables show ``mean (s)`` 
 ("execution time of 10000 exchange calls"); it is added as ``time_10000_calls_s``.
 """
 
+from __future__ import annotations
+
 import re
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from .errors import ParseError
-from .imb import strip_launcher_prefix
+from commstack.benchmarks.base import Benchmark, FigureOfMerit, Option, Output, ParseError
+from commstack.benchmarks.text import strip_launcher_prefix
 
-# Statistic label as printed -> key in CartexOutput.values.
+# Statistic label as printed -> row key.
 _LABELS: Dict[str, str] = {
     "repetitions": "repetitions",
     "load (bytes)": "load_bytes",
@@ -64,23 +66,6 @@ _RUNNING_ON = re.compile(r"^running on (?P<ranks>\d+) ranks?$")
 _SETUP_TIME = re.compile(r"^setup time: (?P<seconds>\S+) s$")
 _STATISTIC = re.compile(r"^(?P<label>\S.*?)\s+(?P<value>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))$")
 _HISTOGRAM = re.compile(r"^(?:-+\+|\S+\s*\|.*%)")
-
-
-@dataclass
-class CartexOutput:
-    """Result of one cartex run.
-
-    ``values`` keys: ``repetitions`` (int), ``load_bytes``, ``elapsed_s``, ``mean_s``,
-    ``stddev_s``, ``median_s``, ``p5_s``, ``p25_s``, ``p75_s``, ``p95_s``, ``min_s``, ``max_s``,
-    ``tp_median_gbs``, ``tp_p5_gbs``, ``tp_p25_gbs``, ``tp_p75_gbs``, ``tp_p95_gbs``,
-    ``tp_min_gbs``, ``tp_max_gbs``; ``setup_time_s`` (ghex_comm); 2021 format:
-    ``throughput_gbs``, ``tp_stddev_gbs``; always the derived ``time_10000_calls_s``.
-    """
-
-    runtime: str
-    ranks: int
-    values: dict = field(default_factory=dict)
-    notes: List[str] = field(default_factory=list)
 
 
 def _check_failures(lines: List[Tuple[int, str]]) -> None:
@@ -131,8 +116,15 @@ def _check_complete(values: dict, last_line: int) -> None:
         raise ParseError(f"result block cut off: missing {', '.join(missing)}", last_line)
 
 
-def parse_cartex(text: str) -> CartexOutput:
-    """Parse the stdout of one cartex run.
+def parse_cartex(text: str) -> Output:
+    """Parse the stdout of one cartex run into one row.
+
+    Row keys: ``runtime`` (the runtime's description line), ``ranks``, ``repetitions`` (int),
+    ``load_bytes``, ``elapsed_s``, ``mean_s``, ``stddev_s``, ``median_s``, ``p5_s``, ``p25_s``,
+    ``p75_s``, ``p95_s``, ``min_s``, ``max_s``, ``tp_median_gbs``, ``tp_p5_gbs``, ``tp_p25_gbs``,
+    ``tp_p75_gbs``, ``tp_p95_gbs``, ``tp_min_gbs``, ``tp_max_gbs``; ``setup_time_s``
+    (ghex_comm); 2021 format: ``throughput_gbs``, ``tp_stddev_gbs``; always the derived
+    ``time_10000_calls_s``.
 
     Raises :class:`ParseError` when the runtime/ranks lines or the mean line are missing, when the
     result block is incomplete, or when the program printed ``could not create decomposition``,
@@ -157,4 +149,35 @@ def parse_cartex(text: str) -> CartexOutput:
     if setup is not None:
         values["setup_time_s"] = setup
     values["time_10000_calls_s"] = values["mean_s"] * 10000
-    return CartexOutput(runtime=runtime, ranks=ranks, values=values, notes=notes)
+    return Output(rows=[{"runtime": runtime, "ranks": ranks, **values}], notes=notes)
+
+
+FORMAT = "cartex"
+MEAN_S = FigureOfMerit("mean_s", "s", "mean exchange time [s]")
+
+OPTIONS: Dict[str, Option] = {
+    "domain": Option("--domain", "triple", "local domain per rank"),
+    "global_domain": Option("--global-domain", "triple", "global grid"),
+    "halo": Option("--halo", help="halo width"),
+    "nfields": Option("--nfields", help="fields per exchange"),
+    "nrep": Option("--nrep", help="timed exchanges"),
+    "time": Option("--time", help="time budget in seconds"),
+    "order": Option("--order", help="rank order XYZ|ZYX|..."),
+    "node": Option("--node", "triple", "hwcart node grid"),
+    "socket": Option("--socket", "triple", "hwcart socket grid"),
+    "numa": Option("--numa", "triple", "hwcart NUMA grid"),
+    "l3": Option("--l3", "triple", "hwcart L3 grid"),
+    "core": Option("--core", "triple", "hwcart core grid"),
+    "hwthread": Option("--hwthread", "triple", "hwcart hardware-thread grid"),
+    "thread": Option("--thread", "triple", "threads per rank"),
+    "mpicart": Option("--MPICart", "triple", "MPI_Cart_create decomposition instead of hwcart"),
+    "check": Option("--check", "flag", "verify halos once before timing"),
+    "mpi_datatypes": Option("--MPI-datatypes", "flag", "mpi_comm: use MPI datatypes"),
+    "node_local": Option("--node-local", "flag", "ghex_comm: node-local transport"),
+}
+
+BENCHMARKS = [
+    # cartex builds one executable per runtime: pick it with the `executable` parameter.
+    # One row per run: no row keys.
+    Benchmark("cartex", "benchmark_mpi_comm", FORMAT, parse_cartex, OPTIONS, figures=(MEAN_S,)),
+]

@@ -1,4 +1,5 @@
-"""Parser for the stdout of one Intel MPI Benchmarks (IMB) run.
+"""Intel MPI Benchmarks (IMB): the imb-mpi1, imb-rma, imb-nbc and imb-p2p benchmarks, their
+options, figures of merit and the parser of their stdout.
 
 Covers the classic driver (IMB-MPI1, IMB-NBC, IMB-RMA, IMB-EXT, IMB-IO, IMB-MPI4) and the two
 drivers with their own layout (IMB-P2P, IMB-MT). The format is described in
@@ -25,48 +26,19 @@ before parsing; a hydra ``BAD TERMINATION`` box means the job failed and raises
 :class:`ParseError`.
 """
 
+from __future__ import annotations
+
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from .columns import column_keys
-from .errors import ParseError
-
-# ----------------------------------------------------------------------------------------------
-# Result type
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ImbOutput:
-    """Everything a harness needs from one IMB run.
-
-    ``rows`` holds one dict per table row. Keys (only those that apply to the layout):
-    ``suite``, ``benchmark``, ``multi`` (None, 0 or 1), ``np``, ``groups``, ``group``,
-    ``threads``, ``mode`` ("aggregate"/"non-aggregate"/None), ``bytes`` (None for
-    Barrier-like tables), ``repetitions``, ``t_min_us``, ``t_max_us``, ``t_avg_us``, ``t_us``,
-    ``mbytes_per_s``, ``msg_per_s``, ``t_ovrl_us``, ``t_pure_us``, ``t_cpu_us``,
-    ``overlap_pct``, ``defects``, ``status`` ("ok", "out-of-mem", "time-out",
-    "int-overflow") and ``message`` (text of a special row).
-    """
-
-    suite: str
-    version: str
-    calling_sequence: str
-    rows: List[dict] = field(default_factory=list)
-    notes: List[str] = field(default_factory=list)
-
+from commstack.benchmarks.base import Benchmark, FigureOfMerit, Option, Output, ParseError
+from commstack.benchmarks.text import column_keys, strip_launcher_prefix
 
 # ----------------------------------------------------------------------------------------------
 # Patterns
 # ----------------------------------------------------------------------------------------------
 
-# "Sun Nov 22 07:20:55 2026[1,0]<stdout>:" (Open MPI --tag-output [--timestamp-output])
-_OMPI_TAG = re.compile(r"^.*?\[\d+,\d+\]<std(?:out|err)>:")
-# "[0] " (hydra -l, MPICH -prepend-rank). Not UCX's "[1795329961.243038]" (has a dot).
-# Intel MPI's hydra labels every write(), so a tag can also appear inside a line:
-# "[0] #[0] -[0] -[0] ---..." or "[0] # Benchmarking Sendrecv [0] ".
-_RANK_TAG = re.compile(r"\[\d+\] ?")
 # "[1795329961.243038] [vm:950  :0]  ucp_context.c:1849 UCX  INFO ..." and UCX_PROTO_INFO tables
 _UCX_LINE = re.compile(r"^\[\d+\.\d+\]\s+\[[^\]]*\]")
 _UCX_LEVEL = re.compile(r"\bUCX\s+(?P<level>[A-Z]+)\b")
@@ -124,16 +96,6 @@ class _Line:
 # Step 1: clean lines (prefixes, launcher/library chatter)
 # ----------------------------------------------------------------------------------------------
 
-
-def strip_launcher_prefix(raw: str) -> str:
-    """Remove an Open MPI ``--tag-output`` or hydra ``-l`` prefix and trailing blanks."""
-    line = raw.rstrip()
-    tagged = _OMPI_TAG.match(line)
-    if tagged:
-        return line[tagged.end():].rstrip()
-    if _RANK_TAG.match(line):
-        return _RANK_TAG.sub("", line).rstrip()
-    return line
 
 
 def _clean_lines(text: str, notes: List[str]) -> List[_Line]:
@@ -370,8 +332,17 @@ def _check_complete(tables: List[_Table], finalized: bool, suite: str, lines: Li
         raise ParseError(f"'{_FINALIZE}' line missing: output cut off{where}", lines[-1].number)
 
 
-def parse_imb(text: str) -> ImbOutput:
+def parse_imb(text: str) -> Output:
     """Parse the stdout of one IMB run.
+
+    ``rows`` holds one dict per table row. Keys (only those that apply to the layout):
+    ``suite``, ``benchmark``, ``multi`` (None, 0 or 1), ``np``, ``groups``, ``group``,
+    ``threads``, ``mode`` ("aggregate"/"non-aggregate"/None), ``bytes`` (None for
+    Barrier-like tables), ``repetitions``, ``t_min_us``, ``t_max_us``, ``t_avg_us``, ``t_us``,
+    ``mbytes_per_s``, ``msg_per_s``, ``t_ovrl_us``, ``t_pure_us``, ``t_cpu_us``,
+    ``overlap_pct``, ``defects``, ``status`` ("ok", "out-of-mem", "time-out",
+    "int-overflow") and ``message`` (text of a special row). ``meta``: ``suite``, ``version``
+    and ``calling_sequence`` (the command line IMB printed; "" for IMB-MT).
 
     Raises :class:`ParseError` when the output is empty, has no banner, contains a launcher
     BAD TERMINATION box, has a table cut off, or lacks the Finalize line (IMB-MT: when its last
@@ -389,7 +360,8 @@ def parse_imb(text: str) -> ImbOutput:
     multi_option = _MULTI_OPTION.search(calling)
     multi = int(multi_option.group("value")) if multi_option else None
 
-    output = ImbOutput(suite=suite, version=version, calling_sequence=calling, notes=notes)
+    output = Output(notes=notes, meta={"suite": suite, "version": version,
+                                       "calling_sequence": calling})
     tables: List[_Table] = []
     finalized = False
     index = banner + 1
@@ -419,3 +391,55 @@ def parse_imb(text: str) -> ImbOutput:
         if not table.rows:
             notes.append(f"{table.describe()} has no rows")
     return output
+
+
+# ----------------------------------------------------------------------------------------------
+# The benchmarks
+# ----------------------------------------------------------------------------------------------
+
+FORMAT = "imb"
+
+# IMB's columns are the vocabulary the other families' parsers reuse (OSU, GASNet-EX tests).
+T_AVG_US = FigureOfMerit("t_avg_us", "usec", "t_avg [usec]")
+T_US = FigureOfMerit("t_us", "usec", "t [usec]")
+T_OVRL_US = FigureOfMerit("t_ovrl_us", "usec", "t_ovrl [usec]")
+T_PURE_US = FigureOfMerit("t_pure_us", "usec", "t_pure [usec]")
+MBYTES_PER_S = FigureOfMerit("mbytes_per_s", "10^6 bytes/s", "Mbytes/sec", lower_is_better=False)
+
+FIGURES = (T_AVG_US, T_US, T_OVRL_US, T_PURE_US, MBYTES_PER_S)
+ROW_KEYS = ("benchmark", "np", "groups", "mode", "group", "bytes", "threads")
+
+OPTIONS: Dict[str, Option] = {
+    "benchmarks": Option("", "names", "IMB benchmark list, e.g. 'PingPong Allreduce'"),
+    "msglog": Option("-msglog", help="message sizes 2^min..2^max, e.g. '0:16'"),
+    "msgsize": Option("-msgsize", help="explicit comma-separated message sizes (IMB 2021.11)"),
+    "npmin": Option("-npmin", help="smallest process count"),
+    "mem": Option("-mem", help="GB of memory per process for message buffers"),
+    "off_cache": Option("-off_cache", help="cache size in MB (-1: default) and line size"),
+    "iter": Option("-iter", help="repetitions per message size"),
+    "time": Option("-time", help="seconds per message size before IMB stops"),
+    "iter_policy": Option("-iter_policy", help="dynamic|multiple_np|auto|off"),
+    "map": Option("-map", help="PxQ rank mapping"),
+    "multi": Option("-multi", help="0|1: run groups simultaneously"),
+    "zero_size": Option("-zero_size", help="0 drops the 0-byte row"),
+    "data_type": Option("-data_type"),
+    "red_data_type": Option("-red_data_type"),
+    "window_size": Option("-window_size"),
+    "sync": Option("-sync"),
+    "root_shift": Option("-root_shift"),
+}
+
+# IMB runs every default benchmark when it meets an unknown name, and exits 0.
+FATAL_NOTES = ("Invalid benchmark name",)
+
+
+def _benchmark(name: str, executable: str) -> Benchmark:
+    return Benchmark(name, executable, FORMAT, parse_imb, OPTIONS, FATAL_NOTES, FIGURES, ROW_KEYS)
+
+
+BENCHMARKS = [
+    _benchmark("imb-mpi1", "IMB-MPI1"),
+    _benchmark("imb-rma", "IMB-RMA"),
+    _benchmark("imb-nbc", "IMB-NBC"),
+    _benchmark("imb-p2p", "IMB-P2P"),
+]

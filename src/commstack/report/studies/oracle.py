@@ -38,9 +38,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from commstack.aggregate import ROW_KEYS, SUMMARY_FIELDS  # noqa: E402
+from commstack.aggregate import SUMMARY_FIELDS, aggregate  # noqa: E402
+from commstack.benchmarks import registry  # noqa: E402
+from commstack.markdown_table import table  # noqa: E402
 from commstack.report.plots import BAND_ALPHA, plain_log_axes  # noqa: E402
+from commstack.report.studies.base import Context, Study  # noqa: E402
 from commstack.report.tables import units  # noqa: E402
+from commstack.store.files import replace  # noqa: E402
 from commstack.tune import decide as rule  # noqa: E402
 
 COLLECTIVES = {"Alltoall": "ata", "Allgather": "aga", "Allreduce": "are"}
@@ -56,7 +60,7 @@ COMPONENTS = {("0", "0"): "no", ("0", "1"): "uc", ("1", "0"): "hc"}
 COMPONENT_AXIS = ("mca.coll_hcoll_enable", "mca.coll_ucc_enable")
 MAX_COMBINATIONS = 6  # per step; beyond that the other axes are held at the chosen values
 # Summary columns that are not parameters.
-_NOT_PARAMS = {*SUMMARY_FIELDS, *ROW_KEYS}
+_NOT_PARAMS = {*SUMMARY_FIELDS, *registry.all_row_keys()}
 
 Values = Tuple[str, ...]  # an axis value: one string per parameter of the axis
 
@@ -476,8 +480,7 @@ def images_csv(plots: List[StudyPlot]) -> str:
 
 def _candidates_table(case: Case, verdict: Verdict, tune: TuneStep) -> List[str]:
     """Every candidate against the default, size by size, by the tuner's noise rule."""
-    lines = ["| candidate | faster beyond noise | within noise | slower beyond noise |",
-             "|---|---:|---:|---:|"]
+    rows: List[List[object]] = []
     for curve in sorted(case.curves, key=lambda c: c is not verdict.default):
         if curve is verdict.default:
             continue
@@ -485,9 +488,9 @@ def _candidates_table(case: Case, verdict: Verdict, tune: TuneStep) -> List[str]
         compare_sizes(probe, tune)
         name = "; ".join(_show(a, curve.at(a), {}) for a in case.axes)
         mark = " **(chosen)**" if curve is verdict.chosen and verdict.changed else ""
-        lines.append(f"| {name}{mark} | {len(probe.faster)} | {len(probe.within)} | "
-                     f"{len(probe.slower)} |")
-    return lines
+        rows.append([name + mark, len(probe.faster), len(probe.within), len(probe.slower)])
+    return table(["candidate", "faster beyond noise", "within noise", "slower beyond noise"],
+                 rows, align="lrrr")
 
 
 def oracle_section(summary: List[Dict[str, Any]], axes: Sequence[Axis], out_dir: Path,
@@ -525,11 +528,10 @@ def oracle_section(summary: List[Dict[str, Any]], axes: Sequence[Axis], out_dir:
                  for c in (verdict.chosen, default)}
         parameter = ", ".join(a.label() for a in case.axes)
         kept = "" if verdict.changed or tune.verify else " (default kept)"
-        lines += ["| step | parameter | default | " + ("tuned" if tune.verify else "chosen")
-                  + " | noise test |", "|---|---|---|---|---|",
-                  f"| {tune.index} {tune.step} | {parameter} | {shown[id(default)]} | "
-                  f"{shown[id(verdict.chosen)]}{kept} | "
-                  f"{verdict_text(verdict)} |", ""]
+        lines += table(["step", "parameter", "default", "tuned" if tune.verify else "chosen",
+                        "noise test"],
+                       [[f"{tune.index} {tune.step}", parameter, shown[id(default)],
+                         shown[id(verdict.chosen)] + kept, verdict_text(verdict)]]) + [""]
         lines += _candidates_table(case, verdict, tune) + [""]
         if tune.verify:
             case_plots = [tuned_vs_default_plot(case, verdict, out_dir, tune)]
@@ -538,3 +540,28 @@ def oracle_section(summary: List[Dict[str, Any]], axes: Sequence[Axis], out_dir:
         lines += [f"![{p.file}]({p.file})" for p in case_plots] + [""]
         plots += case_plots
     return lines, plots
+
+
+def _last_matrix(context: Context) -> Optional[dict]:
+    import yaml
+
+    copies = sorted((context.campaign.root / "sessions").glob("*/matrix.yaml"))
+    return yaml.safe_load(copies[-1].read_text()) if copies else None
+
+
+def _applies(context: Context) -> bool:
+    return bool(context.swept) and TuneStep.from_campaign(context.info) is not None
+
+
+def _section(context: Context) -> List[str]:
+    tune = TuneStep.from_campaign(context.info)
+    if tune is None:
+        return []
+    lines, plots = oracle_section(aggregate(context.swept, with_samples=True),
+                                  matrix_axes(_last_matrix(context)), context.out_dir, tune)
+    if plots:
+        replace(context.out_dir / "oracle_images.csv", images_csv(plots).encode())
+    return lines
+
+
+STUDY = Study("oracle", _applies, _section, files=("oracle_images.csv",))

@@ -1,4 +1,4 @@
-"""Pivot tables in the layout of the published Betzy cartex results, and as Markdown.
+"""Layouts of tables as published (the Betzy cartex results), printed as text or Markdown.
 
 A :class:`Layout` holds labels and structure only, never numbers: parts (``## `` headings) hold
 sections (``### `` headings), which hold blocks (a label line such as ``Cartesian communicator
@@ -22,6 +22,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from commstack.aggregate import result_rows
+from commstack.figures import dimensions
+from commstack.markdown_table import table
+from commstack.store.record import Record
 
 # A cell's dimensions -> its number (None: no record).
 Lookup = Callable[[Dict[str, Any]], Optional[float]]
@@ -240,10 +243,8 @@ def _demote(heading: str) -> str:
 
 def markdown_table(rows: List[str], columns: List[str],
                    values: List[List[Optional[float]]]) -> List[str]:
-    lines = ["| | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
-    for label, row in zip(rows, values):
-        lines.append(f"| {label} | " + " | ".join(format_value(v) for v in row) + " |")
-    return lines
+    return table(["", *columns], [[label, *(format_value(v) for v in row)]
+                                  for label, row in zip(rows, values)], align="l" + "r" * len(columns))
 
 
 # --- cell lookup from records ----------------------------------------------------------------
@@ -265,12 +266,12 @@ class CellIndex:
     entries: List[Tuple[Dict[str, Any], str, float]]  # (dims, point id, value)
 
     @classmethod
-    def from_records(cls, records: List[dict], metric: str) -> "CellIndex":
+    def from_records(cls, records: List[Record], metric: str) -> "CellIndex":
         entries = []
         for rec, item in result_rows(records):
             value = item.get(metric) if isinstance(item, dict) else None
             if isinstance(value, (int, float)) and not math.isnan(value):
-                entries.append((dimensions(rec), rec["point_id"], float(value)))
+                entries.append((dimensions(rec), rec.point_id, float(value)))
         return cls(entries)
 
     def lookup(self, dims: Dict[str, Any]) -> Optional[float]:
@@ -294,33 +295,17 @@ class CellIndex:
         return trimmed_mean(by_point[best[0]])
 
 
-def dimensions(record: dict) -> Dict[str, Any]:
-    """A record's parameters plus dimensions derived for cartex sweeps, so that swept and
-    imported records line up: ``toolchain`` (ompi/impi from the MPI flavour, else the stack
-    name), ``decomposition`` (mpicart when ``mpicart`` is set, else hwcart), ``order`` (XYZ,
-    cartex's default)."""
-    dims = dict(record.get("params", {}))
-    if record.get("benchmark") == "cartex" and not record.get("imported"):
-        flavour = (record.get("stack_info") or {}).get("flavour")
-        dims.setdefault("toolchain", {"openmpi": "ompi", "intelmpi": "impi"}.get(
-            flavour, record.get("stack")))
-        dims.setdefault("decomposition", "mpicart" if "mpicart" in dims else "hwcart")
-        dims.setdefault("order", "XYZ")
-        dims.setdefault("nodes", record.get("nodes", 1))
-    return dims
-
-
 # --- layouts built from records ----------------------------------------------------------------
 
 _FIXED_ORDER = ("order", "toolchain", "algorithm", "decomposition")
 
 
-def auto_layout(records: List[dict], metric: str = "time_10000_calls_s",
+def auto_layout(records: List[Record], metric: str = "time_10000_calls_s",
                 unit: str = "s per 10000 exchange calls") -> Optional[Layout]:
     """A "chosen results"-style layout for a cartex campaign: rows executables, columns
     ``hXfY`` (halo x fields), one table per combination of the other dimensions that vary,
     blocks per rank order. None when the records have no executable/halo/fields dimensions."""
-    dims = [dimensions(r) for r in records if r.get("status") == "ok"]
+    dims = [dimensions(r) for r in records if r.ok]
     if not dims or not all("executable" in d for d in dims):
         return None
     varying = _varying(dims)

@@ -31,8 +31,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from commstack.benchmarks.registry import BENCHMARKS  # noqa: E402
-from commstack.compare import Figure, figures, varying  # noqa: E402
+from commstack.figures import Figure, figures, varying  # noqa: E402
+from commstack.markdown_table import table  # noqa: E402
 from commstack.report.plots import BAND_ALPHA, size_label  # noqa: E402
+from commstack.report.studies.base import Context, Study  # noqa: E402
+from commstack.store.record import Record  # noqa: E402
 
 GIB = 2 ** 30
 MPI, GASNET = "MPI", "GASNet-EX"
@@ -72,7 +75,7 @@ def _config_labels(figs: List[Figure]) -> Dict[int, str]:
             or "(all)" for f in figs}
 
 
-def _series(records: List[dict], metric: str, mode: str, ops: Dict[str, Tuple[str, str]],
+def _series(records: List[Record], metric: str, mode: str, ops: Dict[str, Tuple[str, str]],
             best=max, scale=lambda v: v) -> List[Series]:
     """ops: row benchmark -> (library, operation). GASNet-EX rows: node 0, the first initiator."""
     figs = [f for f in figures(records, metric)
@@ -94,7 +97,7 @@ def _ops(library: str, names: Dict[str, str]) -> Dict[str, Tuple[str, str]]:
     return {name: (library, op) for name, op in names.items()}
 
 
-def bandwidth(records: List[dict]) -> List[Series]:
+def bandwidth(records: List[Record]) -> List[Series]:
     """Max-over-runs flood bandwidth in GiB/s per library, configuration and operation."""
     ops = {**_ops(GASNET, GASNET_BANDWIDTH), **_ops(MPI, RMA)}
     rma = _series(records, "mbytes_per_s", "aggregate", ops, max, mbytes_to_gib)
@@ -103,7 +106,7 @@ def bandwidth(records: List[dict]) -> List[Series]:
     return rma + mp
 
 
-def latency(records: List[dict]) -> List[Series]:
+def latency(records: List[Record]) -> List[Series]:
     """Min-over-runs latency in microseconds per library, configuration and RMA operation."""
     ops = {**_ops(GASNET, GASNET_LATENCY), **_ops(MPI, RMA)}
     return _series(records, "t_us", "non-aggregate", ops, min)
@@ -161,8 +164,7 @@ def latency_table(series: List[Series], size: int = LATENCY_BYTES) -> List[str]:
     configs = _configurations(series)
     by = {(s.library, s.config, s.op): s for s in series}
     base = configs[0]
-    lines = [f"| configuration | {size}-byte RMA Put latency | runs [μs] | ratio | {size}-byte RMA "
-             "Get latency | runs [μs] | ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
+    rows: List[List[str]] = []
     for library, config in configs:
         cells = []
         for op in ("Put", "Get"):
@@ -171,8 +173,9 @@ def latency_table(series: List[Series], size: int = LATENCY_BYTES) -> List[str]:
             cells += [f"{_microseconds(value)} μs" if value is not None else "n/a",
                       _runs_range(by.get((library, config, op)), size),
                       f"{value / ref:.2f}" if value is not None and ref else "n/a"]
-        lines.append(f"| {_name(library, config, series)} | " + " | ".join(cells) + " |")
-    return lines
+        rows.append([_name(library, config, series), *cells])
+    return table(["configuration", f"{size}-byte RMA Put latency", "runs [μs]", "ratio",
+                  f"{size}-byte RMA Get latency", "runs [μs]", "ratio"], rows, align="lrrrrrr")
 
 
 def _runs_range(series: Optional[Series], size: int) -> str:
@@ -212,8 +215,7 @@ def ratio_ranges(series: List[Series]) -> List[str]:
 
 
 def saturation(series: List[Series]) -> List[str]:
-    lines = ["| configuration | operation | max [GiB/s] | at [bytes] | 90 % of max from [bytes] |",
-             "|---|---|---:|---:|---:|"]
+    rows: List[List[object]] = []
     gasnet = any(s.library == GASNET for s in series)
     for s in series:
         sizes = sorted(b for b in s.points if b > 0)
@@ -223,11 +225,12 @@ def saturation(series: List[Series]) -> List[str]:
         at = next(b for b in sizes if s.points[b] == peak)
         first = next(b for b in sizes if s.points[b] >= 0.9 * peak)
         op = f"{s.library} {s.op}" if gasnet else s.op
-        lines.append(f"| {s.config} | {op} | {peak:.3f} | {at} | {first} |")
-    return lines
+        rows.append([s.config, op, f"{peak:.3f}", at, first])
+    return table(["configuration", "operation", "max [GiB/s]", "at [bytes]",
+                  "90 % of max from [bytes]"], rows, align="llrrr")
 
 
-def gasnet_section(records: List[dict], out_dir: Path) -> Tuple[List[str], List[Path]]:
+def gasnet_section(records: List[Record], out_dir: Path) -> Tuple[List[str], List[Path]]:
     """Markdown lines and PNGs when the records have GASNet-EX testlarge/testsmall, IMB-RMA
     Unidir or IMB-MPI1 Uniband results."""
     bw = bandwidth(records)
@@ -254,3 +257,10 @@ def gasnet_section(records: List[dict], out_dir: Path) -> Tuple[List[str], List[
         if ranges:
             lines += [""] + ranges
     return lines, pngs
+
+
+def _section(context: Context) -> List[str]:
+    return gasnet_section(context.swept + context.joined, context.out_dir)[0]
+
+
+STUDY = Study("gasnet", lambda c: bool(c.swept or c.joined), _section, uses_joined=True)

@@ -1,0 +1,141 @@
+"""What every benchmark family module defines: options, figures of merit, one output shape.
+
+A family module (``imb.py``, ``osu.py``, ...) holds its parser and registers ``Benchmark``
+instances in ``BENCHMARKS``; ``commstack.benchmarks.registry`` finds the modules by itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+
+class ParseError(ValueError):
+    """Output is not a complete, well-formed result (truncated table, no banner, ...).
+
+    The message says what is wrong and where (1-based line number of the text that was
+    given to the parser). ``line`` holds that line number, or None when the problem is
+    not tied to one line (e.g. empty output).
+    """
+
+    def __init__(self, message: str, line: Optional[int] = None) -> None:
+        if line is not None:
+            message = f"line {line}: {message}"
+        super().__init__(message)
+        self.line = line
+
+
+@dataclass
+class Output:
+    """What a parser read from one run, the same shape for every family.
+
+    ``rows``: one dict per result row (cartex: one row). ``notes``: what the parser noticed
+    but could still read past (unknown columns, launcher chatter, IMB's "Invalid benchmark
+    name"). ``build_config``: the build the program printed (GASNet-EX's config string), if any.
+    ``meta``: facts of the whole run that are not rows (IMB suite and version, OSU columns, ...).
+    """
+
+    rows: List[dict] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    build_config: Optional[str] = None
+    meta: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FigureOfMerit:
+    """A row key that can be "the" result of a row, e.g. ``t_avg_us``."""
+
+    key: str
+    unit: str
+    label: str  # as a table or axis shows it, e.g. "t_avg [usec]"
+    lower_is_better: bool = True
+
+
+@dataclass(frozen=True)
+class Option:
+    """A benchmark argument that a matrix parameter maps to.
+
+    kind:
+      ``value``  -> ``flag VALUE``
+      ``flag``   -> ``flag`` when the value is true, nothing when false
+      ``triple`` -> ``flag X Y Z`` (value given as "X Y Z", "XxYxZ" or a list of 3)
+      ``names``  -> positional words (IMB benchmark list: "PingPong Allreduce" or a list)
+      ``trailing`` -> a positional word after every option (GASNet tests: iters maxsz sections)
+    """
+
+    flag: str
+    kind: str = "value"
+    help: str = ""
+
+    def render(self, value: Any) -> List[str]:
+        if self.kind == "flag":
+            return [self.flag] if _truthy(value) else []
+        if self.kind in ("names", "trailing"):
+            return _words(value)
+        if self.kind == "triple":
+            parts = _words(str(value).replace("x", " ")) if not isinstance(value, list) else [
+                str(v) for v in value
+            ]
+            if len(parts) != 3 or not all(p.lstrip("-").isdigit() for p in parts):
+                raise ValueError(f"expected three integers like '2 2 1', got {value!r}")
+            return [self.flag, *parts]
+        return [self.flag, _scalar(value)]
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark a matrix can name: how to run it and how to read what it printed."""
+
+    name: str
+    executable: str
+    format: str  # output format name, as `commstack parse --benchmark` takes it
+    parse: Callable[[str], Output]
+    options: Mapping[str, Option] = field(default_factory=dict)
+    # Parser notes that mean the run did not measure what was asked (the run is a failure).
+    fatal_notes: Tuple[str, ...] = ()
+    # "The" result of a row: the first of these present in it.
+    figures: Tuple[FigureOfMerit, ...] = ()
+    # Row keys that tell the result rows of one run apart (besides the point).
+    row_keys: Tuple[str, ...] = ()
+
+    def argv(self, params: Mapping[str, Any]) -> List[str]:
+        """Benchmark argv (executable first) for the option parameters in ``params``."""
+        exe = str(params.get("executable", self.executable))
+        args: List[str] = []
+        # Positional names first (IMB reads the benchmark list before options).
+        for name, option in self.options.items():
+            if option.kind == "names" and name in params:
+                args += option.render(params[name])
+        for name, option in self.options.items():
+            if option.kind not in ("names", "trailing") and name in params:
+                args += option.render(params[name])
+        for name, option in self.options.items():
+            if option.kind == "trailing" and name in params:
+                args += option.render(params[name])
+        return [exe, *args]
+
+    def fatal(self, output: Output) -> List[str]:
+        """The notes of ``output`` that mean the run did not run what was asked."""
+        return [n for n in output.notes if n.startswith(self.fatal_notes)] if self.fatal_notes else []
+
+    def metric_of(self, row: Mapping[str, object]) -> Optional[FigureOfMerit]:
+        """The first figure of merit with a number in ``row``."""
+        return next((f for f in self.figures if isinstance(row.get(f.key), (int, float))), None)
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on", "y")
+    return bool(value)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _words(value: Any) -> List[str]:
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return str(value).replace(",", " ").split()
