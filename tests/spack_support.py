@@ -31,6 +31,36 @@ def install_imb_mpich(workdir: Path) -> Path:
     return install_view_bin(IMB_MPICH_ENV, workdir, "IMB-MPI1")
 
 
+IMB_OMPI_UCC_ENV = SPACK_ENVS_DIR / "imb-ompi-ucc"
+#: sha256 of Debian's openmpi_4.1.4.orig.tar.xz (openmpi@4.1.4-debian) and of UCC 1.8.0's tag archive
+OMPI_4_1_4_DEBIAN = "ddaee7dbdb01eb4fab1fda5b5e03e8bbff026711806c095c1f39bb410f99f263"
+UCC_1_8_0 = "1fc0b7c5d6e5592ae1efff13705ff5cee2e67eba67914c2c70039e6854310b67"
+
+
+def ompi_ucc_skip_reason():
+    """Why the Open MPI 4.1.4 + UCC 1.8.0 stack cannot be built here, or None."""
+    import shutil
+
+    reason = spack_skip_reason()
+    if reason:
+        return reason
+    cache = find_mirror() / "_source-cache" / "archive"
+    for sha, ext, what in ((OMPI_4_1_4_DEBIAN, "tar.xz", "openmpi"), (UCC_1_8_0, "tar.gz", "ucc")):
+        if not (cache / sha[:2] / f"{sha}.{ext}").exists():
+            return (f"skipped: {what} source not in the mirror (commstack mirror --package {what}; "
+                    "see README, 'Open MPI + UCC')")
+    missing = [t for t in ("autoconf", "automake", "libtoolize") if shutil.which(t) is None]
+    if missing:
+        return f"skipped: UCC's autogen.sh needs {', '.join(missing)} (apt install autoconf automake libtool)"
+    return None
+
+
+def install_imb_ompi_ucc(workdir: Path) -> Path:
+    """IMB built by Spack against its own Open MPI 4.1.4 + UCC (Debian's UCX); returns the view's
+    bin directory, which also holds that Open MPI's mpirun and ompi_info."""
+    return install_view_bin(IMB_OMPI_UCC_ENV, workdir, "IMB-MPI1")
+
+
 GASNET_ENV = SPACK_ENVS_DIR / "gasnet-smp-udp"
 GASNET_2025_8_0 = "bd5919099477d1d2f59c247d006e9d1ac017c9190c974f5e069667418e5bf48d"
 

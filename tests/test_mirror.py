@@ -267,3 +267,56 @@ def test_project_manifest_matches_the_recipes():
     assert checked >= 9
     assert {("compiler-wrapper", "1.1.0"), ("intel-mpi-benchmarks", "2021.11")} <= {
         (s.package, s.version) for s in sources}
+
+
+def _debian_download(directory: Path, orig: bytes, listed_sha: str) -> None:
+    """What `apt-get source --download-only` leaves: the .orig tarball next to its .dsc."""
+    directory.mkdir(parents=True)
+    (directory / "tiny_1.0.orig.tar.xz").write_bytes(orig)
+    (directory / "tiny_1.0-1.dsc").write_text(
+        "Format: 3.0 (quilt)\nSource: tiny\nChecksums-Sha256:\n"
+        f" {listed_sha} {len(orig)} tiny_1.0.orig.tar.xz\n"
+        f" {'0' * 64} 10 tiny_1.0-1.debian.tar.xz\n")
+
+
+def test_file_source_from_a_debian_source_package(tmp_path, clones):
+    orig = b"\xfd7zXZ\x00 pretend upstream release, recompressed\n"
+    sha = hashlib.sha256(orig).hexdigest()
+    _debian_download(clones / "debian-tiny-1.0-1", orig, sha)
+    url = "https://deb.debian.org/debian/pool/main/t/tiny/tiny_1.0-1.dsc"
+    path = tmp_path / "s.tsv"
+    path.write_text(HEADER.rstrip("\n") + "\tgit_dir\n"
+                    f"tiny\t1.0-debian\t{url}\ttiny_1.0.orig.tar.xz\tfile\t{sha}\tdebian-tiny-1.0-1\n")
+    out = tmp_path / "mirror"
+    proc = run_mirror(path, clones, out)
+    assert proc.returncode == 0, proc.stderr
+    stored = out / "tiny" / "tiny-1.0-debian.tar.xz"
+    assert stored.read_bytes() == orig
+    assert os.readlink(out / "_source-cache" / "archive" / sha[:2] / f"{sha}.tar.xz") == (
+        "../../../tiny/tiny-1.0-debian.tar.xz")
+
+    # The .dsc must vouch for the file: a tampered download is refused, nothing written.
+    (clones / "debian-tiny-1.0-1" / "tiny_1.0.orig.tar.xz").write_bytes(orig + b"x")
+    other = tmp_path / "mirror2"
+    bad = run_mirror(path, clones, other)
+    assert bad.returncode == 2
+    assert "tiny_1.0-1.dsc does not list tiny_1.0.orig.tar.xz with sha256" in bad.stderr
+    assert not (other / "tiny").exists()
+
+    (clones / "debian-tiny-1.0-1" / "tiny_1.0-1.dsc").unlink()
+    gone = run_mirror(path, clones, other)
+    assert gone.returncode == 2 and "no " in gone.stderr and "tiny_1.0-1.dsc next to" in gone.stderr
+
+
+def test_file_source_validation_and_missing_directory(tmp_path, clones):
+    with pytest.raises(MirrorError, match="needs ref relative to its directory"):
+        (tmp_path / "a.tsv").write_text(HEADER + "a\t1\tu\t../x.tar.xz\tfile\t\n")
+        read_sources(tmp_path / "a.tsv")
+    with pytest.raises(MirrorError, match="cannot tell the archive type"):
+        (tmp_path / "b.tsv").write_text(HEADER + "a\t1\tu\tx.dsc\tfile\t\n")
+        read_sources(tmp_path / "b.tsv")
+    path = manifest(tmp_path, [("a", "1", "https://example.org/a_1-1.dsc", "a_1.orig.tar.gz",
+                                "file", "1" * 64)])
+    proc = run_mirror(path, clones, tmp_path / "mirror")
+    assert proc.returncode == 2
+    assert f"no directory at {clones / 'a_1-1.dsc'} (download https://example.org/a_1-1.dsc" in proc.stderr

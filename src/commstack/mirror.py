@@ -5,6 +5,8 @@ GitHub serves ``/archive/refs/tags/<tag>.tar.gz`` (and ``/archive/<sha>.tar.gz``
 tarball that way from a clone gives the same bytes, hence the sha256 a Spack recipe records.
 Some projects keep release tarballs as files inside a git repository instead (GASNet-EX's are in
 github.com/StanfordLegion/gasnet); such a source is taken verbatim from ``<commit>:<path>``.
+A source that is in no git repository (e.g. the ``.orig`` tarball of a Debian source package,
+fetched with ``apt-get source --download-only``) is taken verbatim from a downloaded file.
 
 Mirror layout (what ``spack mirror create`` writes; Spack 1.x looks sources up by checksum)::
 
@@ -17,8 +19,11 @@ nothing is overwritten. Files appear atomically (written aside, then hard-linked
 The manifest (``packages/mirror-sources.tsv``) is tab-separated with a header row: ``package``,
 ``version``, ``git_url``, ``ref``, ``tar_prefix``, ``sha256`` and optionally ``git_dir`` (the
 clone, relative to ``--clones``; default: the last component of ``git_url`` without ``.git``).
-``tar_prefix`` ``-`` means "``ref`` is ``<commit>:<path>`` of a ready-made archive". Blank lines
-and lines starting with ``#`` are ignored.
+``tar_prefix`` ``-`` means "``ref`` is ``<commit>:<path>`` of a ready-made archive"; ``file`` means
+"``ref`` is a ready-made archive, a file in the clone directory (a download directory then)",
+and ``git_url`` is where it was downloaded from: when that is a Debian ``.dsc``, the ``.dsc``
+must lie next to the file and list it with the row's sha256. Blank lines and lines starting
+with ``#`` are ignored.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ COLUMNS = ("package", "version", "git_url", "ref", "tar_prefix", "sha256")
 OPTIONAL_COLUMNS = ("git_dir",)
 #: ``tar_prefix`` value marking a ready-made archive stored in git as ``<commit>:<path>``
 BLOB = "-"
+#: ``tar_prefix`` value marking a ready-made archive stored as a file (``ref``) in the clone dir
+FILE = "file"
 ARCHIVE_EXTENSIONS = ("tar.gz", "tar.bz2", "tar.xz", "tgz", "zip")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
@@ -68,9 +75,9 @@ class Source:
 
     @property
     def ext(self) -> str:
-        if self.tar_prefix != BLOB:
+        if self.tar_prefix not in (BLOB, FILE):
             return "tar.gz"
-        path = self.ref.split(":", 1)[1]
+        path = self.ref if self.tar_prefix == FILE else self.ref.split(":", 1)[1]
         for ext in ARCHIVE_EXTENSIONS:
             if path.endswith("." + ext):
                 return ext
@@ -131,6 +138,10 @@ def read_sources(path: Path) -> List[Source]:
             if ":" not in src.ref:
                 raise MirrorError(f"{where}: tar_prefix '-' needs ref <commit>:<path>")
             _ = src.ext  # validates the archive type
+        elif src.tar_prefix == FILE:
+            if src.ref.startswith("/") or ".." in src.ref.split("/"):
+                raise MirrorError(f"{where}: tar_prefix 'file' needs ref relative to its directory")
+            _ = src.ext
         elif not src.tar_prefix.endswith("/"):
             raise MirrorError(f"{where}: tar_prefix must end with '/' (got {src.tar_prefix!r})")
         key = (src.package, src.version)
@@ -174,6 +185,25 @@ def make_archive(git_dir: Path, ref: str, tar_prefix: str) -> bytes:
         raise MirrorError(f"git archive {ref} in {git_dir} failed: {err.strip()}"
                           f"{gzip.stderr.decode().strip()}")
     return gzip.stdout
+
+
+def read_file_source(src: Source, directory: Path) -> bytes:
+    """A ``file`` source's bytes; a Debian ``.dsc`` named by ``git_url`` must vouch for them."""
+    path = Path(directory) / src.ref
+    if not path.is_file():
+        raise MirrorError(f"no file {path} (download {src.git_url} and its files there)")
+    data = path.read_bytes()
+    dsc_name = src.git_url.rstrip("/").rsplit("/", 1)[-1]
+    if dsc_name.endswith(".dsc"):
+        dsc = Path(directory) / dsc_name
+        if not dsc.is_file():
+            raise MirrorError(f"no {dsc} next to {path} (apt-get source --download-only keeps it)")
+        sha = hashlib.sha256(data).hexdigest()
+        listed = re.search(rf"^ {sha} \d+ {re.escape(Path(src.ref).name)}$", dsc.read_text(),
+                           re.MULTILINE)
+        if not listed:
+            raise MirrorError(f"{dsc} does not list {Path(src.ref).name} with sha256 {sha}")
+    return data
 
 
 def _link_new(data: bytes, dest: Path) -> str:
@@ -237,11 +267,15 @@ def add_source(src: Source, clones: Path, mirror: Path) -> Added:
     what = f"{src.where}: {src.package}@{src.version}"
     clone = Path(clones) / src.clone_name
     if not clone.is_dir():
-        raise MirrorError(
-            f"{what}: no clone at {clone} (git clone --bare {src.git_url} {clone})"
-        )
+        fetch = (f"download {src.git_url} and its files into it" if src.tar_prefix == FILE
+                 else f"git clone --bare {src.git_url} {clone}")
+        raise MirrorError(f"{what}: no {'directory' if src.tar_prefix == FILE else 'clone'} "
+                          f"at {clone} ({fetch})")
     try:
-        data = make_archive(clone, src.ref, src.tar_prefix)
+        if src.tar_prefix == FILE:
+            data = read_file_source(src, clone)
+        else:
+            data = make_archive(clone, src.ref, src.tar_prefix)
     except MirrorError as exc:
         raise MirrorError(f"{what}: {exc}") from None
     if not src.sha256:
