@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import commstack
-from commstack import preflight, provenance
+from commstack import flavours, preflight, provenance
 from commstack.benchmarks import registry
 from commstack.benchmarks.base import ParseError
+from commstack.flavours import ompi_coll_evidence
 from commstack.launch import runner
 from commstack.launch.command import (
     LaunchCommand,
@@ -50,6 +51,9 @@ class PreparedPoint:
     point: Point
     stack: ResolvedStack
     command: LaunchCommand
+    # The same command plus the variables that make the MPI name the collective components it
+    # used (flavour.evidence_env): run once per point and session, its timings never used.
+    evidence: Optional[LaunchCommand] = None
 
 
 @dataclass
@@ -87,17 +91,31 @@ def prepare(matrix: Matrix, machine: Optional[Machine] = None,
             plan.skipped.append((point, missing[name]))
             continue
         try:
-            if allocation is not None:
-                command = srun_command(point, matrix.benchmark, resolved[name], machine, allocation)
-            else:
-                command = local_command(point, matrix.benchmark, resolved[name], machine=machine)
+            command = _command(point, matrix, resolved[name], machine, allocation)
+            extra = flavours.get(resolved[name].flavour).evidence_env(command.env)
+            evidence = _command(_with_env_params(point, extra), matrix, resolved[name], machine,
+                                allocation) if extra else None
         except StackError as exc:
             if not matrix.stacks[name].optional:
                 raise
             plan.skipped.append((point, str(exc)))
             continue
-        plan.points.append(PreparedPoint(point, resolved[name], command))
+        plan.points.append(PreparedPoint(point, resolved[name], command, evidence))
     return plan
+
+
+def _command(point: Point, matrix: Matrix, stack: ResolvedStack, machine: Optional[Machine],
+             allocation: Optional[Allocation]) -> LaunchCommand:
+    if allocation is not None:
+        return srun_command(point, matrix.benchmark, stack, machine, allocation)
+    return local_command(point, matrix.benchmark, stack, machine=machine)
+
+
+def _with_env_params(point: Point, env: Dict[str, str]) -> Point:
+    """``point`` with ``env`` added as parameters (OMPI_MCA_x as mca.x, others by name)."""
+    extra = {(f"mca.{k[len('OMPI_MCA_'):]}" if k.startswith("OMPI_MCA_") else k): v
+             for k, v in env.items()}
+    return Point(point.benchmark, tuple(sorted(dict(point.params, **extra).items())))
 
 
 def skipped_points(matrix: Matrix, points: List[Point], machine: Optional[Machine] = None
@@ -191,6 +209,8 @@ def run_sweep(
     work = [(repeat, prepared) for repeat in range(1, matrix.repeats + 1)
             for prepared in plan.points]
     counter = itertools.count(1)
+    evidence: Dict[str, Optional[Dict[str, object]]] = {}  # point id -> its evidence run's reading
+    evidence_lock = threading.Lock()
 
     def one(repeat: int, prepared: PreparedPoint) -> None:
         """Claim and run one (point, repeat) if it needs running; account for it in result."""
@@ -208,9 +228,16 @@ def run_sweep(
             result.skipped_done += state == store.DONE
             result.failed += state == store.FAILED
             return
+        used = None
+        if prepared.evidence is not None:
+            with evidence_lock:
+                if pid not in evidence:
+                    evidence[pid] = _evidence_run(campaign, session, prepared, timeout)
+                    log(f"    evidence run {pid}: {_evidence_summary(evidence[pid])}")
+                used = evidence[pid]
         record = _run_one(campaign, session, prepared, attempt, matrix, parse,
                           known_ucx[prepared.stack.name], timeout, plan.allocation,
-                          checked.unchecked.get(pid, {}))
+                          checked.unchecked.get(pid, {}), used)
         result.ran += 1
         status = record.status
         log(f"[{next(counter)}] rep {repeat} {pid} {_label(prepared.point)}: {status}"
@@ -322,10 +349,54 @@ def _topology_note(session: Path) -> str:
     return note or "not captured"
 
 
+def _components_used(prepared: PreparedPoint, command: LaunchCommand, stderr: str
+                     ) -> Optional[Dict[str, object]]:
+    """The flavour's reading of which component served the benchmark's collectives (IMB's
+    ``benchmarks`` list names them)."""
+    listed = prepared.point.get("benchmarks")
+    names = str(listed).replace(",", " ").split() if listed else None
+    return flavours.get(prepared.stack.flavour).components_used(command.full_env(), stderr, names)
+
+
+def _evidence_run(campaign: Campaign, session: Path, prepared: PreparedPoint,
+                  timeout: float) -> Optional[Dict[str, object]]:
+    """Run the point once more with the variables that make the MPI name the collective
+    components it used, under points/<id>/evidence/<session>/, and read them. Its timings are not
+    a result (the evidence costs time in every call); the timed records cite it as their source."""
+    assert prepared.evidence is not None
+    folder = campaign.point_dir(prepared.point.id) / "evidence" / session.name
+    folder.mkdir(parents=True, exist_ok=True)
+    stdout, stderr = folder / "stdout.txt", folder / "stderr.txt"
+    outcome = runner.run(prepared.evidence, stdout, stderr, timeout, cwd=folder)
+    used = _components_used(prepared, prepared.evidence, stderr.read_text(errors="replace"))
+    if used is not None:
+        where = f"points/{prepared.point.id}/evidence/{session.name}"
+        added = " ".join(f"{k}={v}" for k, v in sorted(prepared.evidence.env.items())
+                         if prepared.command.env.get(k) != v)
+        used["source"] = (f"evidence run {where} (this point's command plus {added}; "
+                          f"{outcome.status}, exit {outcome.exit_code}): {used['source']}")
+        if outcome.status != "ok":
+            used["not_used"] = []
+            used["not_reported"] = f"the evidence run ended {outcome.status}: see {where}"
+    write_new_json(folder / "evidence.json", {"command": prepared.evidence.shell(),
+                                              "status": outcome.status,
+                                              "exit_code": outcome.exit_code,
+                                              "components_used": used})
+    return used
+
+
+def _evidence_summary(used: Optional[Dict[str, object]]) -> str:
+    if not used:
+        return "no evidence"
+    collectives = used.get("collectives") or {}
+    return ", ".join(f"{c}: {'/'.join(v)}" for c, v in collectives.items()) or "no collective named"
+
+
 def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt: store.Attempt,
              matrix: Matrix, parse: Callable, known_ucx: Optional[set],
              timeout: Optional[float] = None, allocation: Optional[Allocation] = None,
-             preflight_unchecked: Optional[Dict[str, str]] = None) -> Record:
+             preflight_unchecked: Optional[Dict[str, str]] = None,
+             evidence: Optional[Dict[str, object]] = None) -> Record:
     """Run one claimed attempt, parse it and write its record; the attempt is released after."""
     point, command = prepared.point, prepared.command
     repeat = attempt.repeat
@@ -356,6 +427,11 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
                 # The numbers are real, but not of the placement the point names.
                 status = MISMATCH_STATUS
                 notes.append(f"placement {placement['summary']}")
+            used = evidence if prepared.evidence is not None else _components_used(
+                prepared, command, err_text)
+            unused = ompi_coll_evidence.not_used_note(used)
+            if unused:
+                notes.append(unused)  # the numbers are real: status stays, the report flags it
             record = Record(
                 campaign=campaign.name,
                 machine=campaign.machine,
@@ -392,6 +468,7 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
                 session=session.name,
                 topology=_topology_note(session),
                 slurm=_slurm_provenance(allocation, command, err_text) if allocation else None,
+                components_used=used,
                 stdout="stdout.txt",
                 stderr="stderr.txt",
             )

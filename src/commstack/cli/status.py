@@ -51,6 +51,10 @@ def execute(args: argparse.Namespace) -> int:
                     any(campaign.state(p.id, r) == "pending" for r in range(1, matrix.repeats + 1))]
     for why, count in Counter(skipped[p.id] for p in skipped_here).items():
         print(f"  skipped: {count} points x {matrix.repeats} repeats: {why}")
+    unused = [r for r in campaign.records() if (r.components_used or {}).get("not_used")]
+    if unused:
+        print(f"  components asked for but not used: {len(unused)} runs "
+              f"({len({r.point_id for r in unused})} points; the report lists them)")
     _print_jobs(campaign)
     return 0 if totals["failed"] == 0 else 3
 

@@ -114,6 +114,19 @@ class Flavour:
         """Why a run with this environment must have used UCX (it fails without), or None."""
         return None
 
+    def evidence_env(self, env: Dict[str, str]) -> Dict[str, str]:
+        """Variables that make the MPI name the component serving each collective, for a point
+        whose environment is ``env``; {} when it asks for none or the MPI cannot say. They cost
+        time in every call, so they go to a separate evidence run of the point, never the timed
+        runs (sweep.py)."""
+        return {}
+
+    def components_used(self, env: Dict[str, str], stderr: str,
+                        collectives: Optional[Sequence[str]] = None) -> Optional[Dict[str, object]]:
+        """Which component served each collective, as the MPI's own output says (the record's
+        ``components_used``), or None: this flavour reports none."""
+        return None
+
     def report_env(self, env: Dict[str, str]) -> Dict[str, str]:
         """Variables that make the MPI print where it bound each rank (kept if already set)."""
         return {}

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from commstack.flavours import ompi_coll_evidence
 from commstack.flavours.base import (
     COMMON_FAMILIES,
     Flavour,
@@ -36,6 +37,15 @@ class OpenMPI(Flavour):
 
     def component_tool(self) -> Optional[Tuple[str, ...]]:
         return ("ompi_info", "--parsable", "--all")
+
+    def evidence_env(self, env: Dict[str, str]) -> Dict[str, str]:
+        """coll_ucc_verbose=3 when the run touches the coll framework (ompi_coll_evidence); set
+        only in the point's separate evidence run, never in its timed runs."""
+        return ompi_coll_evidence.evidence_env(env)
+
+    def components_used(self, env: Dict[str, str], stderr: str,
+                        collectives: Optional[Iterable[str]] = None) -> Optional[Dict[str, object]]:
+        return ompi_coll_evidence.components_used(env, stderr, collectives)
 
     def local(self, launcher: str, req: Request, placement: Placement,
               env: Dict[str, str]) -> Launch:

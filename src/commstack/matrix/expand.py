@@ -4,7 +4,9 @@ Semantics (Ramble-like):
   * ``parameters``: fixed values, the same in every point;
   * ``product``: each key is an axis, crossed with every other axis;
   * ``zip``: each group is ONE axis whose i-th value sets every key of the group to its i-th item;
-  * ``exclude``: a point matching every key of a rule (a scalar, or any value of a list) is dropped.
+  * ``exclude``: a point matching every key of a rule (a scalar, or any value of a list) is dropped;
+  * ``settings``: a point with ``component: ucc`` also gets the parameters ``settings.component.ucc``
+    sets (the name stays a parameter; see commstack.matrix.settings).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import itertools
 from typing import Any, Dict, List
 
 from commstack.matrix import parameters as P
+from commstack.matrix import settings as S
 from commstack.matrix.model import Matrix, MatrixError, Point
 
 
@@ -41,6 +44,7 @@ def expand(matrix: Matrix) -> List[Point]:
             values.update(part)
         if any(_matches(rule, values) for rule in matrix.exclude):
             continue
+        values = S.apply(values, matrix.settings)
         _check_flavour(matrix, values)
         point = Point(matrix.benchmark.name, tuple(sorted(values.items())))
         if point.id not in seen:

@@ -21,6 +21,7 @@ from commstack import flavours
 from commstack.benchmarks import registry
 from commstack.excerpt import cut, excerpt
 from commstack.matrix import parameters as P
+from commstack.matrix import settings as S
 from commstack.matrix.model import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, Matrix, MatrixError, Stack
 
 _SCHEMA = json.loads((Path(__file__).with_name("schema.json")).read_text())
@@ -38,6 +39,12 @@ def load_matrix(path: "str | os.PathLike[str]") -> Matrix:
         text = path.read_text()
     except OSError as exc:
         raise MatrixError(f"{path}: cannot read matrix: {exc.strerror}") from None
+    return matrix_from_text(path, text)
+
+
+def matrix_from_text(path: Path, text: str) -> Matrix:
+    """A matrix from its text, as if read from ``path`` (which places Spack environments and
+    names the file in errors)."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -66,6 +73,8 @@ def load_matrix(path: "str | os.PathLike[str]") -> Matrix:
         product={k: list(v) for k, v in data.get("product", {}).items()},
         zip=[{k: list(v) for k, v in group.items()} for group in data.get("zip", [])],
         exclude=list(data.get("exclude", [])),
+        settings={str(axis): {str(n): dict(p or {}) for n, p in named.items()}
+                  for axis, named in (data.get("settings") or {}).items()},
     )
     _check_names(matrix)
     return matrix
@@ -173,16 +182,25 @@ def _built_osu(env: str) -> "Callable[[], str | None]":
     return find
 
 
+def _built_ompi_ucc() -> "str | None":
+    """The view bin of tests/spack/imb-ompi-ucc (Open MPI 4.1.4 + UCC: mpirun, ompi_info,
+    IMB-MPI1) installed by ``python -m commstack.spack`` (default work directory), if there."""
+    bindir = Path.home() / ".cache" / "commstack" / "envs" / "imb-ompi-ucc" / ".spack-env" / "view" / "bin"
+    return str(bindir) if (bindir / "IMB-MPI1").is_file() and (bindir / "mpirun").is_file() else None
+
+
 # Variables with a value found on this machine when they are not set.
 FOUND_DEFAULTS = {"I_MPI_ROOT": _python_prefix_intel_mpi,
                   "COMMSTACK_IMB_OPENMPI_BIN": _quickstart_imb_openmpi,
                   "COMMSTACK_OSU_INTELMPI": _built_osu("osu-intelmpi"),
                   "COMMSTACK_OSU_OPENMPI": _built_osu("osu-openmpi"),
-                  "COMMSTACK_OSU_MPICH": _built_osu("osu-mpich")}
+                  "COMMSTACK_OSU_MPICH": _built_osu("osu-mpich"),
+                  "COMMSTACK_OMPI_UCC_BIN": _built_ompi_ucc}
 # How to get a FOUND_DEFAULTS value when it is not found: named in the error.
 _OSU_EXPECT = "--expect libexec/osu-micro-benchmarks/mpi/pt2pt/osu_latency"
 FOUND_HOW = {f"COMMSTACK_OSU_{mpi.upper()}": f"python -m commstack.spack tests/spack/osu-{mpi} "
              f"{_OSU_EXPECT}" for mpi in ("intelmpi", "openmpi", "mpich")}
+FOUND_HOW["COMMSTACK_OMPI_UCC_BIN"] = "python -m commstack.spack tests/spack/imb-ompi-ucc"
 
 
 def _expand_vars(value: str) -> "tuple[str, str | None]":
@@ -312,11 +330,19 @@ def _check_names(m: Matrix) -> None:
         for name in group:
             claim(name, f"zip[{i}].{name}")
 
+    try:
+        S.check(m.settings, m.benchmark)
+    except ValueError as exc:
+        raise MatrixError(f"{m.path}: settings.{exc}") from None
     for name, place in where.items():
         try:
-            P.classify(name, m.benchmark)
+            P.classify(name, m.benchmark, settings=m.settings)
         except ValueError as exc:
             raise MatrixError(f"{m.path}: {place}: {exc}") from None
+    for param, axis in S.parameters_of(m.settings).items():
+        if param in where:
+            raise MatrixError(f"{m.path}: {where[param]}: also set by the named settings of "
+                              f"{axis} (settings.{axis}); one parameter, one place")
 
     for i, rule in enumerate(m.exclude):
         for name in rule:
@@ -329,6 +355,10 @@ def _check_names(m: Matrix) -> None:
     for name, place in where.items():
         for value in _values(m, name):
             _check_value(m, place, name, value)
+    for axis, named in m.settings.items():
+        for setting, params in named.items():
+            for param, value in params.items():
+                _check_value(m, f"settings.{axis}.{setting}.{param}", param, value)
 
 
 def _values(m: Matrix, name: str) -> List[Any]:
@@ -356,6 +386,8 @@ def _check_value(m: Matrix, place: str, name: str, value: Any) -> None:
         raise bad(" or ".join(P.MAPPINGS))
     if name == "oversubscribe" and value not in (True, False, "auto"):
         raise bad("true, false or auto")
+    if name in m.settings and S.unknown_value(m.settings, name, value):
+        raise MatrixError(f"{m.path}: {place}: {S.unknown_value(m.settings, name, value)}")
     option = m.benchmark.options.get(name)
     if option is not None:
         try:

@@ -73,6 +73,7 @@ class Matrix:
     product: Dict[str, List[Any]] = field(default_factory=dict)
     zip: List[Dict[str, List[Any]]] = field(default_factory=list)
     exclude: List[Dict[str, Any]] = field(default_factory=list)
+    settings: Dict[str, Dict[str, Dict[str, Any]]] = field(default_factory=dict)  # named settings
 
     @property
     def sha256(self) -> str:

@@ -1,17 +1,19 @@
 """What a matrix parameter name means, and which MPI flavours honour it.
 
-Four kinds of parameter exist:
+Five kinds of parameter exist:
   * core       -- stack, nodes, ranks_per_node, mapping, oversubscribe, executable
   * benchmark  -- an option of the chosen benchmark (see commstack.benchmarks.registry)
   * env        -- an environment variable: UCX_TLS, I_MPI_FABRICS, FI_PROVIDER, ... or env.ANY_NAME
   * mca        -- an Open MPI MCA parameter: mca.coll_hcoll_enable -> OMPI_MCA_coll_hcoll_enable
+  * setting    -- the axis of a matrix's named settings (``settings:``, see matrix/settings.py),
+                  e.g. component: ucc; the name launches nothing, the parameters it sets do
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Collection, Optional
 
 from commstack import flavours
 from commstack.benchmarks.registry import Benchmark
@@ -37,13 +39,18 @@ _MCA_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 @dataclass(frozen=True)
 class ParameterKind:
-    kind: str  # core | benchmark | env | mca
+    kind: str  # core | benchmark | env | mca | setting
     env_name: Optional[str] = None  # for env and mca
     family: Optional[str] = None  # env prefix, "mca", or None when any flavour honours it
 
 
-def classify(name: str, benchmark: Benchmark) -> ParameterKind:
-    """Classify a parameter name; raise ValueError saying what names are accepted."""
+def classify(name: str, benchmark: Benchmark, settings: Optional[Collection[str]] = None
+             ) -> ParameterKind:
+    """Classify a parameter name; raise ValueError saying what names are accepted.
+
+    ``settings``: the axes of named settings the matrix declares (validation: any other bare
+    lower-case name is unknown). Without it (a point already validated) every bare lower-case
+    name that is no other kind is a setting axis."""
     if name in CORE:
         return ParameterKind("core")
     if name in benchmark.options:
@@ -61,10 +68,13 @@ def classify(name: str, benchmark: Benchmark) -> ParameterKind:
     for prefix in ENV_FAMILIES:
         if name.startswith(prefix) and _ENV_NAME.match(name):
             return ParameterKind("env", env_name=name, family=prefix)
+    if _MCA_NAME.match(name) and (settings is None or name in settings):
+        return ParameterKind("setting")
     raise ValueError(
         f"unknown parameter; expected one of: {', '.join(CORE)}; an option of "
         f"{benchmark.name} ({', '.join(benchmark.options)}); an environment variable "
-        f"({', '.join(p + '*' for p in ENV_FAMILIES)}, or env.NAME); or mca.<name>"
+        f"({', '.join(p + '*' for p in ENV_FAMILIES)}, or env.NAME); mca.<name>; or an axis "
+        "declared under `settings:`"
     )
 
 

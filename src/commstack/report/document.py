@@ -203,12 +203,38 @@ def _problems(records: List[Record]) -> List[str]:
     if flagged:
         lines += ["", "## UCX variables UCX did not recognise", ""]
         lines += [f"- point {pid}: `{name}`" for pid, name in flagged]
+    unused = _components_not_used(records)
+    if unused:
+        lines += ["", "## Components asked for but not used", "",
+                  "Runs that enabled a collective component which, by the MPI's own output "
+                  "(`components_used`), served no call of these collectives. Their numbers "
+                  "are of the component below it, not of the one asked for.", ""]
+        lines += table(["point", "repeats", "asked", "not used", "fallbacks", "parameters"], unused)
     unchecked = sorted({(name, r.ucx.unchecked_reason or "")
                         for r in records if r.ucx for name in r.ucx.unchecked})
     if unchecked:
         lines += ["", "## UCX variables set but not confirmed", ""]
         lines += [f"- `{name}`: {why}" for name, why in unchecked]
     return lines
+
+
+def _components_not_used(records: List[Record]) -> List[List[object]]:
+    """One row per point whose records say a component asked for did not serve its collectives."""
+    rows: dict = {}
+    for r in records:
+        used = r.components_used or {}
+        if not used.get("not_used"):
+            continue
+        row = rows.setdefault(r.point_id, [r.point_id, [], ", ".join(used.get("asked") or []),
+                                           ", ".join(used["not_used"]), used.get("fallbacks") or {},
+                                           " ".join(f"{k}={v}" for k, v in r.params.items()
+                                                    if k != "benchmarks")])
+        row[1].append(r.repeat)
+    out = []
+    for row in rows.values():
+        fallbacks = ", ".join(f"{k}: {n}" for k, n in row[4].items()) or "none"
+        out.append([row[0], " ".join(map(str, sorted(row[1]))), row[2], row[3], fallbacks, row[5]])
+    return out
 
 
 def _why(record: Record) -> str:

@@ -121,6 +121,9 @@ class Record:
     # Variables the pre-flight let through without checking them, and why (README: Pre-flight).
     preflight_unchecked: Dict[str, str] = field(default_factory=dict)
     slurm: Optional[SlurmStep] = None
+    # Which collective component served each collective, from the MPI's own output
+    # (flavours' components_used; README: Components used); None: the run asked for none.
+    components_used: Optional[Dict[str, Any]] = None
     # Numbers brought in from a published file instead of run here (commstack import).
     imported: bool = False
     source: Optional[Dict[str, Any]] = None

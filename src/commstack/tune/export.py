@@ -17,20 +17,29 @@ from commstack.tune.staged import CaseResult, measurements
 
 
 def env_file(settings: Dict[str, Any], benchmark: Benchmark, case: Dict[str, Any]) -> str:
+    """``settings``: as launched (a named setting's parameters next to its name)."""
     lines = [f"# Tuned by commstack for {_case_text(case)}. Source it: . ./ucx.env"]
+    lines += _named(settings, benchmark)
     for name, value in settings.items():
         kind = P.classify(name, benchmark)
         if kind.kind == "env":
             lines.append(f"export {kind.env_name}={shlex.quote(str(value))}")
-        elif kind.kind != "mca":
+        elif kind.kind not in ("mca", "setting"):
             lines.append(f"# {name} = {value} (a launcher setting, not a variable)")
     return "\n".join(lines) + "\n"
+
+
+def _named(settings: Dict[str, Any], benchmark: Benchmark) -> List[str]:
+    """A comment per named setting (component = ucc): its parameters are the lines that follow."""
+    return [f"# {name} = {value} (a named setting of the plan; its parameters are below)"
+            for name, value in settings.items() if P.classify(name, benchmark).kind == "setting"]
 
 
 def mca_file(settings: Dict[str, Any], benchmark: Benchmark, case: Dict[str, Any]) -> str:
     lines = [f"# Tuned by commstack for {_case_text(case)}.",
              "# Open MPI reads this as $HOME/.openmpi/mca-params.conf or "
              "<prefix>/etc/openmpi-mca-params.conf, or via OMPI_MCA_mca_base_param_files=<this file>."]
+    lines += _named(settings, benchmark)
     for name, value in settings.items():
         if P.classify(name, benchmark).kind == "mca":
             lines.append(f"{name[4:]} = {value}")
@@ -46,12 +55,19 @@ def decisions_table(results: List[CaseResult], names: List[str]) -> List[Dict[st
     for res in results:
         row: Dict[str, Any] = dict(res.case)
         row.update({n: res.settings.get(n) for n in names})
+        skipped = []
         for step in res.steps:
             for group, choice in (step.get("per_group") or {}).items():
                 for k, v in choice.items():
                     if k != step["per"]:
                         row[f"{k} [{step['per']}={group}]"] = v
+            skipped += [f"{step['step']}: {s['text']}" for s in step.get("skipped") or []]
+        if skipped:
+            row["skipped"] = "; ".join(skipped)
         rows.append(row)
+    if any(r.get("skipped") for r in rows):  # the column in every row, last
+        for r in rows:
+            r["skipped"] = r.pop("skipped", "")
     return rows
 
 
@@ -140,12 +156,14 @@ def write_case_files(result: CaseResult, benchmark: Benchmark, names: List[str],
                      defaults: Dict[str, Any], noise: "str | float") -> Dict[str, Any]:
     out = result.directory / "tuned"
     out.mkdir(parents=True, exist_ok=True)
-    replace(out / "ucx.env", env_file(result.settings, benchmark, result.case).encode())
-    replace(out / "mca-params.conf", mca_file(result.settings, benchmark, result.case).encode())
+    launched = result.launched or result.settings
+    replace(out / "ucx.env", env_file(launched, benchmark, result.case).encode())
+    replace(out / "mca-params.conf", mca_file(launched, benchmark, result.case).encode())
     check = verify(result, names, defaults, noise)
     plot_tuned_vs_default(check, f"tuned vs default: {_case_text(result.case)}",
                           out / "tuned_vs_default.png")
-    summary = {"case": result.case, "settings": result.settings, "steps": result.steps,
+    summary = {"case": result.case, "settings": result.settings, "launched": launched,
+               "steps": result.steps,
                "verify": {k: v for k, v in check.items() if k != "data"}}
     import json
 

@@ -11,18 +11,28 @@ cases:                     # each combination is tuned on its own (like the stud
   nodes: [2]
   ranks_per_node: [2]
   benchmarks: [Allreduce, Alltoall]
+settings:                  # named settings: each value sets several parameters
+  component:
+    none:  {mca.coll_ucc_enable: 0, mca.coll_hcoll_enable: 0}
+    ucc:   {mca.coll_ucc_enable: 1, mca.coll_ucc_priority: 100, mca.coll_hcoll_enable: 0}
+    hcoll: {mca.coll_hcoll_enable: 1, mca.coll_ucc_enable: 0}
 defaults:                  # the untuned configuration of every tuned parameter
   UCX_TLS: all
   UCX_RNDV_THRESH: auto
+  component: none
+  mapping: block
 steps:
   - name: tls-rndv
     multi_node_only: true  # skipped for single-node cases, as the study does
     product: {UCX_TLS: [all, "self,sm,tcp"], UCX_RNDV_THRESH: [auto, 16kb, 64kb]}
   - name: component-mapping
-    per: mca.coll             # choose the other axes separately for each value of this one
-    product: {mca.coll: ["^hcoll,ucc", "^tuned,hcoll,ucc"], mapping: [block, cyclic]}
+    per: component            # choose the other axes separately for each value of this one
+    product: {component: [none, ucc, hcoll], mapping: [block, cyclic]}
 decision: {noise: range, min_gain: 0.0}
 ```
+
+A named setting the stack cannot run (``hcoll`` without HCOLL) is skipped before the step runs
+(see commstack.tune.capable); the records keep ``component: ucc`` and the parameters it set.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ import yaml
 
 from commstack.benchmarks import registry
 from commstack.matrix import parameters as P
+from commstack.matrix import settings as S
 from commstack.matrix.model import MatrixError
 
 BASE_KEYS = {"benchmark", "repeats", "timeout", "stacks", "parameters", "description"}
@@ -85,6 +96,7 @@ class TunePlan:
     defaults: Dict[str, Any]
     steps: List[Step]
     decision: Decision
+    settings: S.Settings = field(default_factory=dict)
 
     def case_list(self) -> List[Dict[str, Any]]:
         names = list(self.cases)
@@ -99,10 +111,11 @@ def load_plan(path: Path) -> TunePlan:
         raise MatrixError(f"{path}: cannot read tuning plan: {exc}") from None
     if not isinstance(data, dict):
         raise MatrixError(f"{path}: expected a mapping at the top level")
-    unknown = set(data) - {"campaign", "base", "cases", "defaults", "steps", "decision"}
+    unknown = set(data) - {"campaign", "base", "cases", "defaults", "steps", "decision",
+                           "settings"}
     if unknown:
         raise MatrixError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; expected campaign, "
-                          "base, cases, defaults, steps, decision")
+                          "base, cases, settings, defaults, steps, decision")
     base = data.get("base") or {}
     if set(base) - BASE_KEYS:
         raise MatrixError(f"{path}: base: unknown key(s) {', '.join(sorted(set(base) - BASE_KEYS))}"
@@ -125,17 +138,56 @@ def load_plan(path: Path) -> TunePlan:
     if not steps:
         raise MatrixError(f"{path}: steps: at least one step is needed")
     decision = Decision(**(data.get("decision") or {}))
+    settings = data.get("settings") or {}
+    if not isinstance(settings, dict):
+        raise MatrixError(f"{path}: settings: expected a mapping of axes to named settings")
+    settings = {str(axis): {str(n): dict(p or {}) for n, p in named.items()}
+                if isinstance(named, dict) else named for axis, named in settings.items()}
     plan = TunePlan(path, data.get("campaign", path.stem), base, dict(data.get("cases") or {}),
-                    dict(data.get("defaults") or {}), steps, decision)
+                    dict(data.get("defaults") or {}), steps, decision, settings)
     bench = registry.get(base["benchmark"])
+    try:
+        S.check(settings, bench)
+    except ValueError as exc:
+        raise MatrixError(f"{path}: settings.{exc}") from None
     names = set(plan.cases) | set(plan.defaults) | {n for s in steps for n in s.axes}
+    names |= set(base.get("parameters") or {})
     for name in sorted(names):
         try:
-            P.classify(name, bench)
+            P.classify(name, bench, settings=settings)
         except ValueError as exc:
             raise MatrixError(f"{path}: {name}: {exc}") from None
     for step in steps:
         for name in step.axes:
             if name in plan.cases:
                 raise MatrixError(f"{path}: {step.name}.{name}: already a `cases` dimension")
+    _check_setting_values(plan)
     return plan
+
+
+def _check_setting_values(plan: TunePlan) -> None:
+    """Each value of a named-settings axis names one of its settings, and no parameter a
+    setting sets is also given (or tuned) elsewhere in the plan."""
+    given = {**{n: "base.parameters" for n in plan.base.get("parameters") or {}},
+             **{n: "cases" for n in plan.cases}, **{n: "defaults" for n in plan.defaults}}
+    for step in plan.steps:
+        given.update({n: f"steps.{step.name}" for n in step.axes})
+    for param, axis in S.parameters_of(plan.settings).items():
+        if param in given:
+            raise MatrixError(f"{plan.path}: {given[param]}.{param}: also set by the named "
+                              f"settings of {axis} (settings.{axis}); one parameter, one place")
+    places: List[tuple] = [(f"defaults.{n}", n, [v]) for n, v in plan.defaults.items()]
+    places += [(f"cases.{n}", n, list(v)) for n, v in plan.cases.items()]
+    places += [(f"base.parameters.{n}", n, [v])
+               for n, v in (plan.base.get("parameters") or {}).items()]
+    for step in plan.steps:
+        places += [(f"steps.{step.name}.product.{n}", n, list(v)) for n, v in step.product.items()]
+        places += [(f"steps.{step.name}.zip.{n}", n, list(v)) for g in step.zip
+                   for n, v in g.items()]
+    for place, name, values in places:
+        if name not in plan.settings:
+            continue
+        for value in values:
+            problem = S.unknown_value(plan.settings, name, value)
+            if problem:
+                raise MatrixError(f"{plan.path}: {place}: {problem}")

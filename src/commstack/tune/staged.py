@@ -5,26 +5,36 @@ Layout under results/<machine>/<campaign>/<case>/:
   <step>/decision.json   what the step chose (written once: a rerun continues after it)
   verify/            default vs tuned, side by side
   tuned/             ucx.env, mca-params.conf, decision.json, tuned_vs_default.png
+
+A step over named settings (plan ``settings:``) first asks the pre-flight what the stack has:
+settings it cannot run are skipped, nothing launched for them, and the step's decision.json
+says why (commstack.tune.capable).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
 import yaml
 
 import commstack
+from commstack import preflight
 from commstack.aggregate import metric_of, result_rows
+from commstack.launch.command import machine_launcher
 from commstack.launch.slurm import Allocation
+from commstack.launch.stack import StackError, resolve
 from commstack.machine import Machine
-from commstack.matrix.load import load_matrix
-from commstack.matrix.model import MatrixError
+from commstack.matrix import settings as S
+from commstack.matrix.load import load_matrix, matrix_from_text
+from commstack.matrix.model import MatrixError, Stack
+from commstack.preflight.capabilities import Components
 from commstack.store.campaign import Campaign
 from commstack.store.files import read_json, write_new, write_new_json
 from commstack.sweep import SweepResult, prepare, run_sweep
+from commstack.tune import capable
 from commstack.tune import decide as rule
 from commstack.tune.plan import Step, TunePlan
 
@@ -40,6 +50,7 @@ class CaseResult:
     steps: List[dict]
     directory: Path
     runs: int
+    launched: Dict[str, Any] = field(default_factory=dict)  # settings with named ones expanded
 
 
 def case_slug(case: Dict[str, Any]) -> str:
@@ -86,9 +97,17 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
             incumbent = {ax: settings[ax] for ax in step.axes}
             if incumbent not in candidates:
                 candidates.append(incumbent)
-            runs += _sweep(plan, case, settings, step.axes, candidates, step_dir, machine,
-                           allocation, log, _study(plan, case, step.name, index, incumbent))
+            runnable = runnable_settings(plan, case, settings, step.axes, candidates, incumbent,
+                                         step_dir, machine, allocation)
+            for line in runnable.skipped:
+                log(f"{directory.name}: step {step.name}: {line['text']}")
+            study = _study(plan, case, step.name, index, incumbent)
+            study["skipped"] = runnable.skipped
+            runs += _sweep(plan, case, settings, step.axes, runnable.candidates, step_dir,
+                           machine, allocation, log, study, runnable.block)
             decision = _decide(plan, step, case, incumbent, step_dir)
+            decision["skipped"] = runnable.skipped
+            decision["left_out"] = runnable.left_out
             write_new_json(decision_file, decision)
         log(f"{directory.name}: step {step.name}: "
             + ("keeps " if not decision["changed"] else "chooses ")
@@ -99,20 +118,113 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
     default = {n: plan.defaults[n] for n in names}
     tuned = {n: settings[n] for n in names}
     verify_dir = directory / "verify"
-    runs += _sweep(plan, case, settings, names, [default, tuned] if tuned != default else [default],
-                   verify_dir, machine, allocation, log,
-                   _study(plan, case, "verify", len(plan.steps) + 1, default))
-    return CaseResult(case, tuned, done_steps, directory, runs)
+    pair = [default, tuned] if tuned != default else [default]
+    runnable = runnable_settings(plan, case, settings, names, pair, default, verify_dir, machine,
+                                 allocation)
+    if len(runnable.candidates) != len(pair):
+        raise MatrixError(f"{verify_dir}: the tuned setting cannot run here: "
+                          + "; ".join(s["text"] for s in runnable.skipped))
+    runs += _sweep(plan, case, settings, names, pair, verify_dir, machine, allocation, log,
+                   _study(plan, case, "verify", len(plan.steps) + 1, default), runnable.block)
+    return CaseResult(case, tuned, done_steps, directory, runs,
+                      S.apply(tuned, runnable.block) if runnable.block else dict(tuned))
+
+
+@dataclass
+class Runnable:
+    """A step's candidates the stack can run, the named settings as launched, and the rest."""
+
+    candidates: List[Dict[str, Any]]
+    block: S.Settings  # the matrix's `settings:` (only the names used, as launched)
+    skipped: List[Dict[str, Any]] = field(default_factory=list)
+    left_out: List[str] = field(default_factory=list)
+
+
+def _components(stack: Stack, machine: Optional[Machine], allocation: Optional[Allocation]
+                ) -> Optional[Components]:
+    """The pre-flight's component listing of a stack, or None when it cannot say (the pre-flight
+    of the sweep then warns or refuses as usual)."""
+    try:
+        resolved = resolve(stack, machine_launcher(machine, stack.flavour, allocation))
+    except StackError:
+        return None
+    caps = preflight.default().capabilities(resolved)
+    if caps.flavour.component_tool() is None:
+        return None
+    comps = caps.components()
+    return comps if isinstance(comps, Components) else None
+
+
+def runnable_settings(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any],
+                      axes: List[str], candidates: List[Dict[str, Any]],
+                      incumbent: Dict[str, Any], step_dir: Path, machine: Optional[Machine],
+                      allocation: Optional[Allocation]) -> Runnable:
+    """Drop the candidates whose named settings the stack cannot run (capable.check_setting);
+    raise when the incumbent is one of them (there would be nothing to beat)."""
+    fixed = {k: v for k, v in settings.items() if k not in axes}
+    rows = [dict(fixed, **c) for c in candidates]
+    used = {axis: [n for n in named if any(str(r.get(axis)) == n for r in rows)]
+            for axis, named in plan.settings.items()}
+    used = {axis: names for axis, names in used.items() if names}
+    if not used:
+        return Runnable(candidates, {})
+    full = {axis: {n: plan.settings[axis][n] for n in names} for axis, names in used.items()}
+    probe = matrix_from_text(step_dir / "matrix.yaml",
+                             _matrix_text(plan, case, settings, axes, candidates, full))
+    base_stack = {**(plan.base.get("parameters") or {}), **case}.get("stack")
+    comps: Dict[str, Optional[Components]] = {}
+    checks: Dict[Tuple[str, str, str], capable.SettingCheck] = {}
+    out = Runnable([], {})
+    for cand, row in zip(candidates, rows):
+        stack = row.get("stack") or base_stack or next(iter(probe.stacks))
+        if stack not in comps:
+            comps[stack] = _components(probe.stacks[stack], machine, allocation)
+        why = None
+        for axis in used:
+            name = str(row[axis])
+            key = (stack, axis, name)
+            if key not in checks:
+                found = comps[stack]
+                checks[key] = (capable.check_setting(full[axis][name], found) if found
+                               else capable.SettingCheck(dict(full[axis][name])))
+            check = checks[key]
+            if check.skipped:
+                why = why or check.skipped
+                entry = {"axis": axis, "setting": name, "stack": stack, "reason": check.skipped,
+                         "text": capable.skipped_text(name, check.skipped)}
+                if entry not in out.skipped:
+                    out.skipped.append(entry)
+        if why is None:
+            out.candidates.append(cand)
+        elif cand == incumbent:
+            raise MatrixError(f"{plan.path}: {', '.join(f'{k}={v}' for k, v in incumbent.items())}"
+                              f" (the incumbent of {step_dir.name}) cannot run on stack {stack!r}: "
+                              f"{why}; choose a default the stack can run")
+    for axis, names in used.items():
+        out.block[axis] = {}
+        for name in names:
+            mine = [c for (_, a, n), c in checks.items() if (a, n) == (axis, name) and not c.skipped]
+            if not mine:
+                continue
+            kept = {p: v for p, v in full[axis][name].items()
+                    if any(p in c.params for c in mine)}  # left out only where no stack has it
+            out.block[axis][name] = kept
+            out.left_out += [f"{name}: {text}" for c in mine for text in c.left_out
+                             if f"{name}: {text}" not in out.left_out]
+    return out
 
 
 def _matrix_text(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any],
-                 axes: List[str], candidates: List[Dict[str, Any]]) -> str:
+                 axes: List[str], candidates: List[Dict[str, Any]],
+                 block: Optional[S.Settings] = None) -> str:
     base = {k: v for k, v in plan.base.items() if k != "parameters"}
     parameters = dict(plan.base.get("parameters") or {})
     parameters.update(case)
     parameters.update({k: v for k, v in settings.items() if k not in axes})
-    data = dict(base, parameters=parameters,
-                zip=[{ax: [c[ax] for c in candidates] for ax in axes}])
+    data = dict(base, parameters=parameters)
+    if block:
+        data["settings"] = block
+    data["zip"] = [{ax: [c[ax] for c in candidates] for ax in axes}]
     header = "# Written by `commstack tune`: one step of a staged tuning (candidates zipped).\n"
     return header + yaml.safe_dump(data, sort_keys=False)
 
@@ -132,9 +244,9 @@ def _study(plan: TunePlan, case: Dict[str, Any], step: str, index: int,
 def _sweep(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axes: List[str],
            candidates: List[Dict[str, Any]], step_dir: Path, machine: Optional[Machine],
            allocation: Optional[Allocation], log: Callable[[str], None],
-           study: Dict[str, Any]) -> int:
+           study: Dict[str, Any], block: Optional[S.Settings] = None) -> int:
     step_dir.mkdir(parents=True, exist_ok=True)
-    text = _matrix_text(plan, case, settings, axes, candidates)
+    text = _matrix_text(plan, case, settings, axes, candidates, block)
     matrix_path = step_dir / "matrix.yaml"
     if matrix_path.exists():
         if matrix_path.read_text() != text:

@@ -31,7 +31,7 @@ import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Tuple
 
 import matplotlib
 
@@ -55,7 +55,8 @@ DEFAULT_WORDS = {"", "auto", "default"}
 DEFAULT_BY_PREFIX = {"I_MPI_ADJUST_": "0"}  # algorithm 0: Intel MPI's own choice
 TOKENS = {("mapping", "block"): "bl", ("mapping", "cyclic"): "cy", ("UCX_TLS", "all"): "all",
           ("UCX_TLS", "self,sm,rc"): "rc", ("UCX_TLS", "self,sm,ud"): "ud",
-          ("UCX_TLS", "self,sm,dc"): "dc"}
+          ("UCX_TLS", "self,sm,dc"): "dc", ("component", "none"): "no",
+          ("component", "ucc"): "uc", ("component", "hcoll"): "hc"}
 COMPONENTS = {("0", "0"): "no", ("0", "1"): "uc", ("1", "0"): "hc"}
 COMPONENT_AXIS = ("mca.coll_hcoll_enable", "mca.coll_ucc_enable")
 MAX_COMBINATIONS = 6  # per step; beyond that the other axes are held at the chosen values
@@ -76,6 +77,7 @@ class TuneStep:
     min_gain: float = 0.0
     allow_losses: bool = False
     steps: List[str] = field(default_factory=list)
+    skipped: List[Dict[str, Any]] = field(default_factory=list)  # settings the stack cannot run
 
     @classmethod
     def from_campaign(cls, info: Dict[str, Any]) -> Optional["TuneStep"]:
@@ -88,7 +90,8 @@ class TuneStep:
         incumbent = {k: incumbent[k] for k in order + [k for k in incumbent if k not in order]}
         return cls(str(tune.get("step")), int(tune.get("index", 1)), incumbent,
                    decision.get("noise", "range"), float(decision.get("min_gain", 0.0)),
-                   bool(decision.get("allow_losses", False)), list(tune.get("steps") or []))
+                   bool(decision.get("allow_losses", False)), list(tune.get("steps") or []),
+                   list(tune.get("skipped") or []))
 
     @property
     def defaults(self) -> Dict[str, str]:
@@ -197,15 +200,26 @@ def matrix_axes(matrix: Optional[dict]) -> List[Axis]:
     return axes
 
 
-def cases(summary: List[Dict[str, Any]], axes: Sequence[Axis]) -> List[Case]:
-    """Cases (collectives) with at least one varying axis, at the full job size."""
+def settings_parameters(matrix: Optional[dict]) -> AbstractSet[str]:
+    """The parameters a matrix's named settings set: shown through the setting's name (e.g.
+    component), never as axes of their own."""
+    named = (matrix or {}).get("settings") or {}
+    return {p for settings in named.values() for params in settings.values()
+            for p in (params or {})}
+
+
+def cases(summary: List[Dict[str, Any]], axes: Sequence[Axis],
+          hidden: AbstractSet[str] = frozenset()) -> List[Case]:
+    """Cases (collectives) with at least one varying axis, at the full job size; ``hidden``
+    parameters are left out of the curves' parameters."""
     groups: Dict[Tuple, Dict[str, Curve]] = {}
     meta: Dict[Tuple, Tuple[str, bool]] = {}
     for row in summary:
         # The study's collectives: IMB reports them as t_avg (PingPong, RMA: t, bandwidth).
         if row.get("metric") != "t_avg_us" or row.get("bytes") is None or _nan(row.get("bytes")):
             continue
-        params = {k: v for k, v in row.items() if k not in _NOT_PARAMS and not _nan(v)}
+        params = {k: v for k, v in row.items()
+                  if k not in _NOT_PARAMS and k not in hidden and not _nan(v)}
         nodes = int(params.get("nodes", 1))
         ppn = int(params.get("ranks_per_node", row.get("np") or 1))
         key = (row["benchmark"], nodes, ppn, int(row.get("np") or nodes * ppn))
@@ -494,7 +508,8 @@ def _candidates_table(case: Case, verdict: Verdict, tune: TuneStep) -> List[str]
 
 
 def oracle_section(summary: List[Dict[str, Any]], axes: Sequence[Axis], out_dir: Path,
-                   tune: TuneStep) -> Tuple[List[str], List[StudyPlot]]:
+                   tune: TuneStep, hidden: AbstractSet[str] = frozenset()
+                   ) -> Tuple[List[str], List[StudyPlot]]:
     """Markdown lines and the plots written, for a campaign of a staged tuning."""
     heading = ("## Tuned vs default (OCI tuning-study style)" if tune.verify
                else f"## Tuning step {tune.index}: {tune.step} (OCI tuning-study style)")
@@ -509,7 +524,11 @@ def oracle_section(summary: List[Dict[str, Any]], axes: Sequence[Axis], out_dir:
              "`src/commstack/tune/decide.py`), judged on this campaign's repeats. Plots: line "
              "the trimmed mean, band the min–max over the repeats; file names as in the study "
              "(`{coll}_{nodes}_{ppn}_{step}`), described in `oracle_images.csv`.", ""]
-    found = cases(summary, axes)
+    if tune.skipped:
+        lines += ["Skipped before the step ran (the pre-flight's view of the stack; nothing "
+                  "was launched for them):", ""]
+        lines += [f"- {s['text']} (stack {s['stack']!r})" for s in tune.skipped] + [""]
+    found = cases(summary, axes, hidden)
     if not found:
         lines.append("Only one configuration has results here (the default was kept, or the "
                      "others failed): nothing to compare.")
@@ -557,8 +576,10 @@ def _section(context: Context) -> List[str]:
     tune = TuneStep.from_campaign(context.info)
     if tune is None:
         return []
+    matrix = _last_matrix(context)
     lines, plots = oracle_section(aggregate(context.swept, with_samples=True),
-                                  matrix_axes(_last_matrix(context)), context.out_dir, tune)
+                                  matrix_axes(matrix), context.out_dir, tune,
+                                  settings_parameters(matrix))
     if plots:
         replace(context.out_dir / "oracle_images.csv", images_csv(plots).encode())
     return lines

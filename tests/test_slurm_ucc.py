@@ -1,0 +1,88 @@
+"""Must show (issue 12), on the 3-node Slurm test cluster: IMB-MPI1 Allreduce, Alltoall and
+Allgather with mca.coll_ucc_enable 0/1 on the Spack Open MPI 4.1.4 + UCC stack as srun job steps,
+each record naming the component that served each collective (coll/ucc's own verbose output).
+
+An Open MPI built --without-slurm (no schizo/plm/ras slurm components) cannot run so: srun's
+ranks stop in MPI_Init with "OMPI was not built with SLURM support", and its mpirun cannot start
+ranks on the allocation's other nodes (plm rsh only). The test then skips, naming that."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from textwrap import dedent
+
+import pytest
+
+from commstack.flavours import ompi_coll_evidence as evidence
+from tests import slurm_cluster
+from tests.conftest import REPO
+from tests.sweeps import records
+
+pytestmark = [pytest.mark.slurm, pytest.mark.spack, pytest.mark.mpi]
+
+COLLECTIVES = ["allgather", "allreduce", "alltoall"]
+MATRIX = """
+benchmark: imb-mpi1
+repeats: 1
+timeout: 120
+stacks:
+  ompi-ucc: {flavour: openmpi, bin: "BIN"}
+parameters:
+  stack: ompi-ucc
+  nodes: 3
+  ranks_per_node: 1
+  npmin: 3
+  benchmarks: Allreduce Alltoall Allgather
+  msglog: "0:10"
+  iter: 50
+  mca.coll_ucc_priority: 100
+product:
+  mca.coll_ucc_enable: [0, 1]
+"""
+
+
+def _slurm_support(bindir) -> bool:
+    info = subprocess.run([str(bindir / "ompi_info"), "--parsable"], capture_output=True,
+                          text=True, timeout=60).stdout
+    return "mca:schizo:slurm:" in info or "mca:ess:slurm:" in info
+
+
+@pytest.fixture(scope="module")
+def ucc_bin(cluster):
+    from commstack.spack import cache_root
+
+    bindir = cache_root() / "envs" / "imb-ompi-ucc" / ".spack-env" / "view" / "bin"
+    if not (bindir / "IMB-MPI1").is_file():
+        pytest.skip(f"skipped: no UCC stack built ({bindir}/IMB-MPI1 missing; "
+                    "python -m commstack.spack tests/spack/imb-ompi-ucc builds it)")
+    if not _slurm_support(bindir):
+        pytest.skip("skipped: the Open MPI of tests/spack/imb-ompi-ucc is built --without-slurm "
+                    "(ompi_info lists no schizo/ess/plm slurm component): srun's ranks stop in "
+                    "MPI_Init ('OMPI was not built with SLURM support') and its mpirun cannot "
+                    "reach the other nodes; build it with schedulers=slurm")
+    return bindir
+
+
+def test_ucc_on_and_off_as_srun_steps_name_the_component(ucc_bin, tmp_path):
+    matrix = tmp_path / "matrices" / "slurm-ci" / "ucc-imb.yaml"
+    matrix.parent.mkdir(parents=True)
+    matrix.write_text(dedent(MATRIX).replace("BIN", str(ucc_bin)))
+    cmd = ["salloc", "-N3", "--exclusive", "-t", "10", str(REPO / "scripts" / "run_matrix.sh"),
+           str(matrix)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                         env=dict(os.environ))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    recs = records(tmp_path / "results" / "slurm-ci" / "ucc-imb")
+    assert sorted(r["params"]["mca.coll_ucc_enable"] for r in recs) == [0, 1]
+    for rec in recs:
+        assert rec["status"] == "ok" and rec["argv"][0].endswith("srun"), rec["argv"]
+        assert len(rec["slurm"]["nodes"]) == 3 and set(rec["slurm"]["nodes"]) <= set(
+            slurm_cluster.NODES)
+        used = rec["components_used"]
+        assert used["source"] == evidence.SOURCE
+        if rec["params"]["mca.coll_ucc_enable"] == 1:
+            assert all(used["collectives"][c] == ["ucc"] for c in COLLECTIVES), used
+            assert used["processes"] == 3 and used["not_used"] == []
+        else:
+            assert used["calls"] == {} and used["asked"] == []
