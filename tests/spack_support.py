@@ -32,20 +32,20 @@ def install_imb_mpich(workdir: Path) -> Path:
 
 
 IMB_OMPI_UCC_ENV = SPACK_ENVS_DIR / "imb-ompi-ucc"
-#: sha256 of Debian's openmpi_4.1.4.orig.tar.xz (openmpi@4.1.4-debian) and of UCC 1.8.0's tag archive
+#: sha256 of Debian's openmpi_4.1.4.orig.tar.xz (openmpi@4.1.4-debian) and of UCC 1.3.0's tag archive
 OMPI_4_1_4_DEBIAN = "ddaee7dbdb01eb4fab1fda5b5e03e8bbff026711806c095c1f39bb410f99f263"
-UCC_1_8_0 = "1fc0b7c5d6e5592ae1efff13705ff5cee2e67eba67914c2c70039e6854310b67"
+UCC_1_3_0 = "b56379abe5f1c125bfa83be305d78d81a64aa271b7b5fff0ac17b86725ff3acf"
 
 
 def ompi_ucc_skip_reason():
-    """Why the Open MPI 4.1.4 + UCC 1.8.0 stack cannot be built here, or None."""
+    """Why the Open MPI 4.1.4 + UCC 1.3.0 stack cannot be built here, or None."""
     import shutil
 
     reason = spack_skip_reason()
     if reason:
         return reason
     cache = find_mirror() / "_source-cache" / "archive"
-    for sha, ext, what in ((OMPI_4_1_4_DEBIAN, "tar.xz", "openmpi"), (UCC_1_8_0, "tar.gz", "ucc")):
+    for sha, ext, what in ((OMPI_4_1_4_DEBIAN, "tar.xz", "openmpi"), (UCC_1_3_0, "tar.gz", "ucc")):
         if not (cache / sha[:2] / f"{sha}.{ext}").exists():
             return (f"skipped: {what} source not in the mirror (commstack mirror --package {what}; "
                     "see README, 'Open MPI + UCC')")

@@ -8,22 +8,24 @@ from types import ModuleType
 from typing import List, Optional
 
 from commstack import __version__
-from commstack.cli import compare, import_, mirror, parse, plan, report, run, status, submit, tune
+from commstack.cli import compare, import_, machine, mirror, parse, plan, report, run, status, submit, tune
 
 COMMANDS = {"plan": plan, "run": run, "parse": parse, "report": report, "status": status,
             "submit": submit, "mirror": mirror}
 COMMANDS["import"] = import_
 COMMANDS["compare"] = compare
 COMMANDS["tune"] = tune
+COMMANDS["machine"] = machine
 
 EXIT_STATUS = """\
 exit status:
   0    success
-  1    compare: a regression
+  1    compare: a regression; machine check: a contradiction
   2    a user error (bad matrix, missing file or binary); nothing was launched
   3    some runs failed (each is recorded)
   4    a file could not be written or read (disk full, permission denied); every run
        recorded so far is kept: fix the cause and run the same command again to resume
+  5    machine check: this host is not the machine named (nothing was read)
   130  interrupted; run the same command again to resume
 """
 # An error message line longer than this is cut: errors quote excerpts, never whole values.

@@ -7,6 +7,7 @@ import sys
 
 from commstack.cli import plan as plan_command
 from commstack.cli.common import add_matrix_arguments, campaign_root, prepare_plan
+from commstack.machine.check import refuse_on_contradiction
 from commstack.matrix.load import load_matrix
 from commstack.preflight import add_allow_argument
 from commstack.sweep import run_sweep
@@ -22,12 +23,16 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="run up to K points side by side (small points sharing an allocation)")
     add_allow_argument(p)
+    p.add_argument("--no-machine-check", action="store_true",
+                   help="launch even if this host contradicts machine.yaml (node layout, srun plugins)")
 
 
 def execute(args: argparse.Namespace) -> int:
     if args.dry_run:
         return plan_command.execute(args)
     plan = prepare_plan(args, load_matrix(args.matrix))
+    if not args.no_machine_check:
+        refuse_on_contradiction(plan.machine, "run")
     root = campaign_root(args, plan.matrix)
     result = run_sweep(plan, root, retry_failed=args.retry_failed, parallel=args.parallel,
                        allow_unlisted=args.allow_unlisted)

@@ -14,6 +14,7 @@ from commstack.errors import CampaignError
 from commstack.launch import submit as slurm
 from commstack.launch.slurm import Allocation
 from commstack.machine import find_machine
+from commstack.machine.check import refuse_on_contradiction
 from commstack.matrix.load import load_matrix
 from commstack.store.campaign import Campaign
 from commstack.sweep import prepare
@@ -32,6 +33,8 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qos")
     p.add_argument("--constraint")
     p.add_argument("--dry-run", action="store_true", help="print the batch scripts, submit nothing")
+    p.add_argument("--no-machine-check", action="store_true",
+                   help="submit even if this host contradicts machine.yaml (node layout, srun plugins)")
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -39,6 +42,8 @@ def execute(args: argparse.Namespace) -> int:
     machine = find_machine(machine_name(args, matrix), matrix.path.parent)
     # Validate every point and binary now, not on the compute node an hour later.
     plan = prepare(matrix, machine, Allocation("submit"))
+    if not (args.no_machine_check or args.dry_run):
+        refuse_on_contradiction(machine, "submit")
     root = campaign_root(args, matrix)
     campaign = Campaign(root)
     earlier = slurm.submitted_jobs(campaign)
@@ -56,6 +61,8 @@ def execute(args: argparse.Namespace) -> int:
                 "--machine", machine_name(args, matrix), "--campaign", campaign.name]
     if args.retry_failed:
         run_args.append("--retry-failed")
+    if args.no_machine_check:
+        run_args.append("--no-machine-check")
     if not args.dry_run:
         campaign.ensure({"campaign": campaign.name, "machine": campaign.machine,
                          "benchmark": matrix.benchmark.name, "matrix": str(matrix.path)})

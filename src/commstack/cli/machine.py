@@ -1,0 +1,73 @@
+"""Check a machine's facts (machine.yaml, packages.yaml) against the machine itself.
+
+`commstack machine check [MACHINE]` reads the node layout (hwloc, lscpu; Slurm's node record on
+a login node), RDMA devices and libfabric providers, `srun --mpi=list`, the Slurm version,
+partitions, every Spack external's prefix, version and modules, kernel modules and libraries
+the launchers need, and prints fact | declared | measured | ✔/✘/? with how each was read.
+Run it on a login node and inside an allocation.
+
+exit status: 0 no contradiction (? facts could not be read here), 1 a contradiction,
+2 a user error (unknown machine, invalid machine.yaml), 5 this host is not MACHINE (nothing read).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import List
+
+from commstack.machine import Machine, MachineError, find_machine, load_machine_file
+
+SITE_CONFIGS = Path(__file__).resolve().parents[3] / "site-configs"
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="machine_command", required=True, metavar="ACTION")
+    check = sub.add_parser("check", help="compare machine.yaml and packages.yaml with this host",
+                           description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument("machine", nargs="?", default=None,
+                       help="a name under site-configs/ or a path to a machine.yaml (default: the "
+                            "site config whose verify.this_machine matches this host, else local)")
+    check.add_argument("--packages", type=Path, default=None,
+                       help="packages.yaml with the Spack externals (default: beside machine.yaml)")
+    check.add_argument("--cheap", action="store_true",
+                       help="only the checks `run` and `submit` make (node layout, srun plugins)")
+    check.add_argument("--json", action="store_true", help="JSON for scripts")
+
+
+def resolve(name: str) -> Machine:
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        return load_machine_file(path)
+    if path.is_dir() and (path / "machine.yaml").is_file():
+        return load_machine_file(path / "machine.yaml")
+    machine = find_machine(name, Path.cwd())
+    if machine is None:
+        known = sorted(p.parent.name for p in SITE_CONFIGS.glob("*/machine.yaml"))
+        raise MachineError(f"machine {name!r}: no site-configs/{name}/machine.yaml (known: "
+                           f"{', '.join(known)}) and no such file")
+    return machine
+
+
+def default_machine() -> Machine:
+    """The site config that recognises this host (verify.this_machine), else local."""
+    from commstack.machine.check.identity import this_machine
+
+    candidates: List[Machine] = [load_machine_file(p)
+                                 for p in sorted(SITE_CONFIGS.glob("*/machine.yaml"))]
+    for machine in candidates:
+        markers = machine.facts.get("verify", {}).get("this_machine")
+        if markers and this_machine(markers)[0]:
+            return machine
+    return resolve("local")
+
+
+def execute(args: argparse.Namespace) -> int:
+    from commstack.machine.check import check_machine
+    from commstack.machine.check.render import as_json, table
+
+    machine = resolve(args.machine) if args.machine else default_machine()
+    outcome = check_machine(machine, args.packages, cheap_only=args.cheap)
+    print(as_json(outcome) if args.json else table(outcome))
+    return outcome.exit_code
