@@ -50,6 +50,9 @@ PT2PT = dedent("""
       stack: [ompi-ucx, mpich]
       executable: [osu_latency, osu_bw]
       UCX_TLS: ["self,sm", "self,tcp"]
+    exclude:
+      # Debian MPICH 4.0.2 over UCX tcp on lo hangs now and then (README, OSU section).
+      - {stack: mpich, UCX_TLS: "self,tcp"}
     """)
 
 COLLECTIVE = dedent("""
@@ -106,7 +109,7 @@ def sweep(osu_dirs, tmp_path_factory):
 
 def test_every_point_ran_and_parsed(sweep):
     counts = ok_counts(sweep["pt2pt"])
-    assert len(counts) == 2 * 2 * 2 * 2 and set(counts.values()) == {1}
+    assert len(counts) == (2 * 2 - 1) * 2 * 2 and set(counts.values()) == {1}
     for rec in records(sweep["pt2pt"]):
         exe = rec["params"]["executable"]
         assert rec["argv"][-7:] == [rec["argv"][-7], "-m", "1:16384", "-i", "200", "-x", "20"]
@@ -123,7 +126,7 @@ def test_every_point_ran_and_parsed(sweep):
 def test_aggregation_keeps_stacks_tests_and_transports_apart(sweep):
     summary = aggregate(Campaign(sweep["pt2pt"]).records())
     metrics = {(s["stack"], s["executable"], s["UCX_TLS"], s["metric"]) for s in summary}
-    assert len(metrics) == 8
+    assert len(metrics) == 6
     assert {m for *_, m in metrics} == {"t_us", "mbytes_per_s"}
     assert all(s["n"] == 2 for s in summary)  # both repeats of every size
 
@@ -207,8 +210,7 @@ def stacks_sweep(three_stacks, tmp_path_factory):
 def test_stacks_matrix_runs_every_stack_and_test(stacks_sweep):
     root, stacks = stacks_sweep
     counts = ok_counts(root)
-    excluded = 1  # the matrix's exclude: MPICH over tcp runs no osu_allreduce
-    assert len(counts) == (len(stacks) * 3 - excluded) * 3 and set(counts.values()) == {1}
+    assert len(counts) == len(stacks) * 3 * 3 and set(counts.values()) == {1}
     by_stack = {}
     for rec in records(root):
         by_stack.setdefault(rec["params"]["stack"], []).append(rec)
@@ -247,7 +249,5 @@ def test_report_has_every_stacks_numbers_with_spread(stacks_sweep):
     assert len(SPREAD_CELL.findall(report)) >= len(stacks) * 2 * 13
     summary = aggregate(Campaign(root).records())
     per_stack = {(s["stack"], s["metric"]) for s in summary if s["n"] == 3}
-    allreduce = {s for s in stacks if s != "mpich-tcp"}  # the matrix excludes that one
-    assert per_stack == ({(s, m) for s in stacks for m in ("t_us", "mbytes_per_s")}
-                         | {(s, "t_avg_us") for s in allreduce})
+    assert per_stack == {(s, m) for s in stacks for m in ("t_us", "mbytes_per_s", "t_avg_us")}
     assert all(s["min"] <= s["trimmed_mean"] <= s["max"] for s in summary)
