@@ -27,7 +27,12 @@ benchmark: imb-mpi1
 repeats: 1
 timeout: 120
 stacks:
-  ompi-ucc: {flavour: openmpi, bin: "BIN"}
+  ompi-ucc:
+    flavour: openmpi
+    bin: "BIN"
+    # This Open MPI's internal PMIx 3.2 has no munge security component, which Slurm's pmix
+    # plugin names: without this, srun's ranks stop in pmix_init (psec munge not found).
+    env: {PMIX_MCA_psec: native}
 parameters:
   stack: ompi-ucc
   nodes: 3
