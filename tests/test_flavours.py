@@ -54,7 +54,7 @@ BUILT_IN = {
     # gasnet: none (GASNet-EX does not bind); a mapping needs machine.yaml's mapping.<m>.gasnet
 }
 
-SRUN = ("srun -v {srun_args} -N 2 --ntasks-per-node=4 -n 8 --cpu-bind=verbose,cores "
+SRUN = ("srun -v {srun_args} -N 2 --ntasks-per-node=4 -n 8 {cpus_per_task} {binding} "
         "--kill-on-bad-exit=1 {distribution}")
 # (flavour, path): the launcher's argv for 4 ranks per node (1 node locally, 2 in an allocation)
 # or "error: <what the message must say>". {L}: the launcher on this node, {C}: the command
@@ -152,6 +152,18 @@ def _expected(machine: str, flavour: str, path: str, mapping: str, bin_dir: Path
     args, env = _declared(machine, flavour, mapping)
     if args is None:
         args, env = BUILT_IN[(flavour, mapping)]
+    node = facts["node"]
+    # 4 ranks per node: whole cores with all their threads (NERSC's -c), and a declared cpu_map
+    # of 2 sockets: two ranks per socket (block) or alternating sockets (cyclic).
+    cores = node["sockets"] * node["cores_per_socket"]
+    cpus_per_task = f"--cpus-per-task={max(1, node.get('threads_per_core', 1) * (cores // 4))}"
+    binding = "--cpu-bind=verbose,cores"
+    if "cpu_map" in ((facts.get("mapping") or {}).get(mapping) or {}):
+        c = node["cores_per_socket"]
+        cpus = f"0,1,{c},{c + 1}" if mapping == "block" else f"0,{c},1,{c + 1}"
+        binding = f"--cpu-bind=verbose,map_cpu:{cpus}"
+        args = args.replace("{cpus}", cpus)
+        env = {k: v.replace("{cpus}", cpus) for k, v in env.items()}
     launcher = (facts.get("launchers") or {}).get(flavour) or {}
     if path == "local":
         local = launcher.get("command") if launcher.get("command", "srun") != "srun" else None
@@ -174,6 +186,7 @@ def _expected(machine: str, flavour: str, path: str, mapping: str, bin_dir: Path
         x=" ".join(f"-x {name}" for name in sorted(full_env)),
         srun_args=" ".join(srun_args or [f"--mpi={plugin}"]),
         distribution=" ".join(distribution),
+        cpus_per_task=cpus_per_task, binding=binding,
     )
     return text.split(), full_env
 

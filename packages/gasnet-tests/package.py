@@ -55,6 +55,8 @@ class GasnetTests(Package):
     version("2025.8.0", sha256="bd5919099477d1d2f59c247d006e9d1ac017c9190c974f5e069667418e5bf48d")
     version("2024.5.0", sha256="f945e80f71d340664766b66290496d230e021df5e5cd88f404d101258446daa9")
     version("2023.9.0", sha256="2d9f15a794e10683579ce494cd458b0dd97e2d3327c4d17e1fea79bd95576ce6")
+    # The GASNet-EX RMA paper's release (gasnet@2022.3.0 from this repository's gasnet recipe).
+    version("2022.3.0", sha256="91b59aa84c0680c807e00d3d1d8fa7c33c1aed50b86d1616f93e499620a9ba09")
 
     variant(
         "conduits",
@@ -70,7 +72,7 @@ class GasnetTests(Package):
         depends_on("cxx", type="build")  # udp-conduit clients link with the C++ compiler
 
     depends_on("gmake", type="build")
-    for _v in ("2025.8.0", "2024.5.0", "2023.9.0"):
+    for _v in ("2025.8.0", "2024.5.0", "2023.9.0", "2022.3.0"):
         depends_on(f"gasnet@={_v}", when=f"@={_v}", type=("build", "link", "run"))
     for _c in CONDUITS:
         depends_on(f"gasnet conduits={_c}", when=f"conduits={_c}", type=("build", "link", "run"))

@@ -45,7 +45,7 @@ def prepare_plan(args: argparse.Namespace, matrix: Matrix) -> "Plan":
     from commstack.machine import find_machine
     from commstack.sweep import prepare
 
-    machine = find_machine(machine_name(args, matrix), matrix.path.parent)
+    machine = find_machine(machine_name(args, matrix), matrix.path.parent, matrix.node_type)
     allocation = None if args.local else Allocation.from_environment()
     return prepare(matrix, machine, allocation, select=point_filter(args, matrix))
 

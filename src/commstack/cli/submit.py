@@ -39,7 +39,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
-    machine = find_machine(machine_name(args, matrix), matrix.path.parent)
+    machine = find_machine(machine_name(args, matrix), matrix.path.parent, matrix.node_type)
     # Validate every point and binary now, not on the compute node an hour later.
     plan = prepare(matrix, machine, Allocation("submit"))
     if not (args.no_machine_check or args.dry_run):

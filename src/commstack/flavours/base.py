@@ -56,6 +56,16 @@ class Placement:
     def env_dict(self) -> Dict[str, str]:
         return dict(self.env)
 
+    def filled(self, values: Dict[str, str]) -> "Placement":
+        """This placement with ``{name}`` in its arguments and variable values replaced (a
+        machine's per-ranks-per-node CPU map: ``{cpus}``, ``{ranks_per_socket}``)."""
+        def fill(text: str) -> str:
+            for name, value in values.items():
+                text = text.replace("{" + name + "}", value)
+            return text
+        return Placement(tuple(fill(a) for a in self.args),
+                         tuple((k, fill(v)) for k, v in self.env), self.source)
+
 
 @dataclass
 class Launch:

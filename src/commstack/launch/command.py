@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from commstack import flavours
 from commstack.benchmarks.registry import Benchmark
@@ -18,6 +18,7 @@ from commstack.launch.stack import ResolvedStack, apply_env
 from commstack.machine import Machine
 from commstack.matrix import parameters as P
 from commstack.matrix.model import Point
+from commstack.placement.cpu_map import CpuMapError
 from commstack.placement.model import Expected
 
 
@@ -88,16 +89,44 @@ def placement_for(point: Point, stack: ResolvedStack, machine: Optional[Machine]
     mapping = point.get("mapping")
     declared = machine.flavour_placement(flavour.name, mapping) if machine and mapping else None
     try:
-        return flavour.placement(mapping, declared)
+        placement = flavour.placement(mapping, declared)
     except FlavourError as exc:
         raise LaunchError(f"point {point.id}: stack {stack.name!r}: {exc}") from None
+    cpu_map = machine.cpu_map(mapping) if machine and mapping else None
+    if cpu_map is None:
+        return placement
+    try:
+        return placement.filled(cpu_map.placeholders(int(point.get("ranks_per_node", 2))))
+    except CpuMapError as exc:
+        raise LaunchError(f"point {point.id}: mapping.{mapping}.cpu_map: {exc}") from None
+
+
+def mapped_cpus(point: Point, machine: Optional[Machine], flavour: Optional[str] = None
+                ) -> Optional[Tuple[int, ...]]:
+    """Each local rank's CPU by machine.yaml's mapping.<m>.cpu_map, or None when it has none;
+    with ``flavour`` (its own launcher places the ranks) only when that flavour's declared
+    placement uses the map ({cpus} or {ranks_per_socket})."""
+    mapping = point.get("mapping")
+    cpu_map = machine.cpu_map(mapping) if machine and mapping else None
+    if cpu_map is None:
+        return None
+    if flavour is not None:
+        declared = machine.flavour_placement(flavour, mapping) if machine else None
+        text = " ".join([*declared.args, *declared.env_dict.values()]) if declared else ""
+        if "{cpus}" not in text and "{ranks_per_socket}" not in text:
+            return None
+    try:
+        return cpu_map.cpus(int(point.get("ranks_per_node", 2)))
+    except CpuMapError as exc:
+        raise LaunchError(f"point {point.id}: mapping.{mapping}.cpu_map: {exc}") from None
 
 
 def expected(flavour: Flavour, req: Request, *more_reports: str,
-             node_order: Optional[str] = None) -> Expected:
+             node_order: Optional[str] = None, cpus: Optional[Tuple[int, ...]] = None,
+             cpus_per_rank: Optional[int] = None) -> Expected:
     reports = tuple(r for r in (flavour.binding_report, *more_reports) if r)
     return Expected(req.mapping, req.ranks_per_node, req.nodes, req.oversubscribed, reports,
-                    node_order)
+                    node_order, cpus, cpus_per_rank)
 
 
 def local_command(
@@ -135,4 +164,6 @@ def local_command(
     launch = flavour.local(stack.launcher, req, placement, env)
     argv = launch.argv + list(stack.stack.launcher_args)
     return LaunchCommand(argv + argv_bench, launch.env, stack.prepends(), oversubscribed, ranks,
-                         executable=argv_bench[0], expected=expected(flavour, req))
+                         executable=argv_bench[0],
+                         expected=expected(flavour, req,
+                                           cpus=mapped_cpus(point, machine, flavour.name)))

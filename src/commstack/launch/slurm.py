@@ -1,8 +1,9 @@
 """Launching points inside a Slurm allocation with srun.
 
 Inside an allocation (SLURM_JOB_ID set) every point becomes one job step:
-``srun --mpi=<plugin> -N <nodes> --ntasks-per-node=<r> -n <nodes*r> --cpu-bind=verbose,cores
---distribution=<block|cyclic>...`` using the machine's facts (site-configs/<machine>/machine.yaml)
+``srun --mpi=<plugin> -N <nodes> --ntasks-per-node=<r> -n <nodes*r> --cpus-per-task=<c>
+--cpu-bind=verbose,cores --distribution=<block|cyclic>...`` (``--cpu-bind=verbose,map_cpu:<list>``
+when machine.yaml declares the mapping's cpu_map) using the machine's facts (site-configs/<machine>/machine.yaml)
 and the flavour's (commstack.flavours): its --mpi plugin, its placement variables, or its own
 launcher when machine.yaml names one. Points needing fewer nodes than allocated run on a subset
 (Slurm picks the nodes).
@@ -25,12 +26,14 @@ from commstack.launch.command import (
     LaunchError,
     benchmark_argv,
     expected,
+    mapped_cpus,
     placement_for,
     point_env,
 )
 from commstack.launch.stack import ResolvedStack
 from commstack.machine import Machine
 from commstack.matrix.model import Point
+from commstack.placement.cpu_map import cpu_list
 
 # srun's own report of each task's binding ("cpu-bind=MASK - n1, task 0 0 [pid]: mask 0x1 set").
 SRUN_BINDING = "--cpu-bind=verbose,cores"
@@ -46,6 +49,7 @@ class Allocation:
     nodes: List[str] = field(default_factory=list)
     partition: Optional[str] = None
     deadline: Optional[float] = None  # epoch seconds; None when unlimited or unknown
+    cpus_per_node: Optional[int] = None  # the fewest CPUs the job holds on one of its nodes
 
     @classmethod
     def from_environment(cls) -> Optional["Allocation"]:
@@ -54,10 +58,16 @@ class Allocation:
             return None
         nodelist = os.environ.get("SLURM_JOB_NODELIST", "")
         return cls(job, expand_nodelist(nodelist), os.environ.get("SLURM_JOB_PARTITION"),
-                   _deadline(job))
+                   _deadline(job), fewest_cpus(os.environ.get("SLURM_JOB_CPUS_PER_NODE", "")))
 
     def remaining_s(self) -> Optional[float]:
         return None if self.deadline is None else self.deadline - time.time()
+
+
+def fewest_cpus(cpus_per_node: str) -> Optional[int]:
+    """SLURM_JOB_CPUS_PER_NODE ("2(x3),1", as sbatch documents it) -> its smallest count."""
+    counts = [int(m) for m in re.findall(r"(\d+)(?:\(x\d+\))?", cpus_per_node)]
+    return min(counts) if counts else None
 
 
 def expand_nodelist(nodelist: str) -> List[str]:
@@ -104,10 +114,15 @@ def srun_command(point: Point, benchmark: Benchmark, stack: ResolvedStack,
     env = _environment(point, benchmark, stack, machine, launcher)
     command = launcher.get("command", "srun")
     if command != "srun":
-        return mpirun_in_allocation(point, benchmark, stack, launcher, flavour, req, placement, env)
+        return mpirun_in_allocation(point, benchmark, stack, launcher, flavour, req, placement, env,
+                                    machine)
     args = list(launcher.get("args") or [f"--mpi={flavour.srun_plugin}"])
+    cpus = mapped_cpus(point, machine)
+    binding = f"{SRUN_BINDING.split(',')[0]},map_cpu:{cpu_list(cpus)}" if cpus else SRUN_BINDING
+    per_task = cpus_per_task(point, machine, allocation)
     argv = ["srun", "-v", *args, "-N", str(nodes), f"--ntasks-per-node={per_node}",
-            "-n", str(nodes * per_node), SRUN_BINDING, "--kill-on-bad-exit=1"]
+            "-n", str(nodes * per_node), *per_task, binding,
+            "--kill-on-bad-exit=1"]
     distribution: List[str] = []
     if mapping:
         declared = machine.srun_distribution(mapping) if machine else None
@@ -117,7 +132,33 @@ def srun_command(point: Point, benchmark: Benchmark, stack: ResolvedStack,
     return LaunchCommand(argv + bench, flavour.srun_env(placement, env), stack.prepends(), False,
                          nodes * per_node, executable=bench[0],
                          expected=expected(flavour, req, "slurm",
-                                           node_order=_node_order(distribution)))
+                                           node_order=_node_order(distribution), cpus=cpus,
+                                           cpus_per_rank=int(per_task[0].split("=")[1])
+                                           if per_task else None))
+
+
+def cpus_per_task(point: Point, machine: Optional[Machine],
+                  allocation: Optional[Allocation] = None) -> List[str]:
+    """``--cpus-per-task``: the point's ``cpus_per_task``, else NERSC's rule from the machine's
+    node facts: threads per core x floor(cores per node / ranks per node), so each rank gets
+    whole cores and all of its hardware threads (docs.nersc.gov/jobs: ``-c`` = 2 x
+    floor(128 / tasks per node) on Perlmutter's 128-core SMT2 nodes). With more ranks than cores,
+    floor(logical CPUs / ranks), at least 1; never more than the allocation holds per node
+    divided by the ranks (a job that is not exclusive holds fewer CPUs than the node has). Nothing
+    without node facts."""
+    per_node = int(point.get("ranks_per_node", 2))
+    asked = point.get("cpus_per_task")
+    if asked is not None:
+        return [f"--cpus-per-task={int(asked)}"]
+    node = machine.node if machine else {}
+    if not node.get("sockets") or not node.get("cores_per_socket"):
+        return []
+    cores = int(node["sockets"]) * int(node["cores_per_socket"])
+    threads = int(node.get("threads_per_core") or 1)
+    value = threads * (cores // per_node) if cores >= per_node else (cores * threads) // per_node
+    if allocation is not None and allocation.cpus_per_node:
+        value = min(value, allocation.cpus_per_node // per_node)
+    return [f"--cpus-per-task={max(1, value)}"]
 
 
 def _node_order(args: List[str]) -> Optional[str]:
@@ -150,7 +191,7 @@ def node_local(point: Point, benchmark: Benchmark, stack: ResolvedStack,
 
 def mpirun_in_allocation(point: Point, benchmark: Benchmark, stack: ResolvedStack,
                          launcher: Dict, flavour: Flavour, req: Request, placement: Placement,
-                         env: Dict[str, str]) -> LaunchCommand:
+                         env: Dict[str, str], machine: Optional[Machine] = None) -> LaunchCommand:
     """The MPI's own launcher inside the allocation (it reads the node list from Slurm)."""
     command = [launcher["command"], *launcher.get("args", [])]
     try:
@@ -160,7 +201,8 @@ def mpirun_in_allocation(point: Point, benchmark: Benchmark, stack: ResolvedStac
     bench = benchmark_argv(point, benchmark, stack)
     return LaunchCommand(launch.argv + list(stack.stack.launcher_args) + bench, launch.env,
                          stack.prepends(), False, req.ranks, executable=bench[0],
-                         expected=expected(flavour, req))
+                         expected=expected(flavour, req,
+                                           cpus=mapped_cpus(point, machine, flavour.name)))
 
 
 def _environment(point: Point, benchmark: Benchmark, stack: ResolvedStack,

@@ -13,6 +13,7 @@ import yaml
 
 from commstack import flavours
 from commstack.flavours import Placement
+from commstack.placement.cpu_map import CpuMap
 
 _SCHEMA = json.loads(Path(__file__).with_name("schema.json").read_text())
 # launchers.<flavour> and mapping.<m>.<flavour>: the flavour names are the flavour modules'.
@@ -55,6 +56,11 @@ class Machine:
         args = self.placement(mapping).get("srun")
         return None if args is None else [str(a) for a in args]
 
+    def cpu_map(self, mapping: str) -> Optional[CpuMap]:
+        """mapping.<m>.cpu_map over the node's sockets and cores, or None when not declared."""
+        declared = self.placement(mapping).get("cpu_map")
+        return None if declared is None else CpuMap.from_facts(declared, self.node)
+
     def flavour_placement(self, flavour: str, mapping: str) -> Optional[Placement]:
         """mapping.<m>.<flavour>: a list is its launcher's arguments; a mapping gives args and
         env. None when not declared (the flavour's built-in placement applies)."""
@@ -64,6 +70,36 @@ class Machine:
         if isinstance(declared, list):
             return Placement.of(declared, source="machine.yaml")
         return Placement.of(declared.get("args", ()), declared.get("env"), source="machine.yaml")
+
+    @property
+    def node_type(self) -> Optional[str]:
+        """The name of the node type these facts describe (None: the machine has one kind)."""
+        return self.facts.get("node_type")
+
+    @property
+    def node_types(self) -> List[str]:
+        """Every node type's name, the default first ([] when the machine declares none)."""
+        others = list(self.facts.get("node_types", {}))
+        return [self.node_type, *others] if self.node_type else others
+
+    def with_node_type(self, name: Optional[str]) -> "Machine":
+        """These facts for node type ``name``: its node, network and scheduler keys replace the
+        default's. None or the default's name: these facts unchanged."""
+        if name is None or name == self.node_type:
+            return self
+        declared = self.facts.get("node_types", {})
+        if name not in declared:
+            known = ", ".join(self.node_types) or "none (it declares no node_types)"
+            raise MachineError(f"{self.path or self.name}: no node type {name!r}; "
+                               f"node types: {known}")
+        chosen = declared[name]
+        facts = {**self.facts, "node_type": name, "node": dict(chosen["node"])}
+        if "network" in chosen:
+            facts["network"] = dict(chosen["network"])
+        facts["scheduler"] = {**self.scheduler, **chosen.get("scheduler", {})}
+        if chosen.get("description"):
+            facts["description"] = chosen["description"]
+        return Machine(self.name, self.path, facts)
 
     @property
     def network_env(self) -> Dict[str, str]:
@@ -84,9 +120,20 @@ def load_machine_file(path: Path) -> Machine:
     return Machine(data["machine"], Path(path), data)
 
 
-def find_machine(name: str, start: Path) -> Optional[Machine]:
+def find_machine(name: str, start: Path, node_type: Optional[str] = None) -> Optional[Machine]:
     """site-configs/<name>/machine.yaml: under $COMMSTACK_SITE_CONFIGS, else in the first ancestor
-    of ``start`` (the matrix) that has one, else in this commstack checkout."""
+    of ``start`` (the matrix) that has one, else in this commstack checkout; with ``node_type``
+    (a matrix's), the facts of that node type."""
+    machine = _find_machine_file(name, start)
+    if node_type is None:
+        return machine
+    if machine is None:
+        raise MachineError(f"node_type {node_type!r} needs machine facts, but there is no "
+                           f"site-configs/{name}/machine.yaml")
+    return machine.with_node_type(node_type)
+
+
+def _find_machine_file(name: str, start: Path) -> Optional[Machine]:
     roots = [Path(os.environ["COMMSTACK_SITE_CONFIGS"])] if os.environ.get(
         "COMMSTACK_SITE_CONFIGS") else []
     start = start.resolve()

@@ -73,6 +73,7 @@ def matrix_from_text(path: Path, text: str) -> Matrix:
         product={k: list(v) for k, v in data.get("product", {}).items()},
         zip=[{k: list(v) for k, v in group.items()} for group in data.get("zip", [])],
         exclude=list(data.get("exclude", [])),
+        node_type=data.get("node_type"),
         settings={str(axis): {str(n): dict(p or {}) for n, p in named.items()}
                   for axis, named in (data.get("settings") or {}).items()},
     )
@@ -378,7 +379,7 @@ def _check_value(m: Matrix, place: str, name: str, value: Any) -> None:
 
     if name == "stack" and value not in m.stacks:
         raise bad(f"a stack defined under `stacks` ({', '.join(m.stacks)})")
-    if name in ("nodes", "ranks_per_node") and not (
+    if name in ("nodes", "ranks_per_node", "cpus_per_task") and not (
         isinstance(value, int) and not isinstance(value, bool) and value >= 1
     ):
         raise bad("a positive integer")

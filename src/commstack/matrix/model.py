@@ -74,6 +74,7 @@ class Matrix:
     zip: List[Dict[str, List[Any]]] = field(default_factory=list)
     exclude: List[Dict[str, Any]] = field(default_factory=list)
     settings: Dict[str, Dict[str, Dict[str, Any]]] = field(default_factory=dict)  # named settings
+    node_type: Optional[str] = None  # machine.yaml node_types; None: the machine's default
 
     @property
     def sha256(self) -> str:

@@ -1,7 +1,7 @@
 """What a matrix parameter name means, and which MPI flavours honour it.
 
 Five kinds of parameter exist:
-  * core       -- stack, nodes, ranks_per_node, mapping, oversubscribe, executable
+  * core       -- stack, nodes, ranks_per_node, mapping, oversubscribe, cpus_per_task, executable
   * benchmark  -- an option of the chosen benchmark (see commstack.benchmarks.registry)
   * env        -- an environment variable: UCX_TLS, I_MPI_FABRICS, FI_PROVIDER, ... or env.ANY_NAME
   * mca        -- an Open MPI MCA parameter: mca.coll_hcoll_enable -> OMPI_MCA_coll_hcoll_enable
@@ -24,6 +24,7 @@ CORE = {
     "ranks_per_node": "MPI ranks per node",
     "mapping": "block | cyclic placement of ranks over NUMA domains",
     "oversubscribe": "auto | true | false (auto: only when ranks exceed the cores here)",
+    "cpus_per_task": "srun --cpus-per-task (default: threads per core x floor(cores / ranks per node))",
     "executable": "benchmark executable name or path (cartex: benchmark_mpi_comm, ...)",
 }
 

@@ -6,7 +6,10 @@ Rules, per node (ranks in the order of their global rank):
 * with more than one NUMA domain and rank per node: each rank sits in one NUMA domain, and
   - block: each domain's ranks are consecutive, and a domain is full (its cores / the cores a
     rank takes) before the next one gets a rank;
-  - cyclic: any D consecutive ranks are in D different domains (D: domains, or ranks if fewer).
+  - cyclic: any D consecutive ranks are in D different domains (D: domains, or ranks if fewer);
+* with a machine's CPU map (machine.yaml mapping.<m>.cpu_map) instead: each rank on the core of
+  its CPU in the map, by its index on the node (the study's exact placement, e.g. an even split
+  over sockets that the block rule above would reject).
 A contradiction makes the run's status ``placement-mismatch``. Where the topology cannot tell
 block from cyclic (one NUMA domain, one rank per node, no topology, oversubscribed) the binding
 is still checked and the verdict says "not verifiable" with the reason.
@@ -56,10 +59,12 @@ def verify(expected: Expected, output: str, topology: Optional[Topology]) -> dic
         limits.append(f"the report names {reported} of {expected.nodes * expected.ranks_per_node}"
                       " ranks")
     contradictions += _node_order(nodes, expected)
+    by_map = expected.cpus is not None and not expected.oversubscribed
     for where, ranks in nodes.items():
         contradictions += _binding(where, ranks, expected, topology)
         if not contradictions:
-            problem, limit = _numa_order(where, ranks, expected, topology)
+            problem, limit = (_cpu_map(where, ranks, expected.cpus or (), topology) if by_map
+                              else _numa_order(where, ranks, expected, topology))
             contradictions += problem
             if limit and limit not in limits:
                 limits.append(limit)
@@ -72,6 +77,9 @@ def verify(expected: Expected, output: str, topology: Optional[Topology]) -> dic
         else [])
     if limits:
         return _done(result, NOT_VERIFIABLE, limits)
+    if by_map:
+        return _done(result, VERIFIED, [f"{expected.mapping}: every rank on its CPU of the "
+                                        f"machine's map ({', '.join(map(str, expected.cpus or ()))})"])
     domains = len(topology.numa) if topology else 0
     return _done(result, VERIFIED, [f"{expected.mapping} over {domains} NUMA domains"])
 
@@ -151,6 +159,8 @@ def _binding(where: str, ranks: List[dict], expected: Expected,
              topology: Optional[Topology]) -> List[str]:
     problems: List[str] = []
     whole_node = topology.all_cpus if topology and len(topology.cores) > 1 else None
+    if whole_node is not None and (expected.cpus_per_rank or 0) >= len(whole_node):
+        whole_node = None  # --cpus-per-task gives each rank the whole node: binding to it is right
     for entry in ranks:
         if not entry["bound"]:
             problems.append(f"{_name(entry)} on {where} is not bound")
@@ -202,6 +212,30 @@ def _numa_order(where: str, ranks: List[dict], expected: Expected,
     if expected.mapping == "block":
         return _block(where, ranks, seq, topology), None
     return _cyclic(where, ranks, seq, topology), None
+
+
+def _cpu_map(where: str, ranks: List[dict], cpus: Tuple[int, ...], topology: Optional[Topology]
+             ) -> Tuple[List[str], Optional[str]]:
+    """Each rank on the core of its CPU in the machine's map (machine.yaml mapping.<m>.cpu_map):
+    (contradictions, why it cannot be compared)."""
+    for entry in ranks:
+        i = entry["local"]
+        if i is None or i >= len(cpus):
+            return [f"{_name(entry)} on {where} has no CPU in the map"], None
+        if entry["cpus"] is None:
+            return [], f"{_name(entry)} on {where}: the report's processors are not mapped"
+        want = cpus[i]
+        if topology is not None:
+            wanted, got = topology.cores_of([want]), entry["cores"] or []
+            if not wanted:
+                return [], f"CPU {want} of the map is not in the node's topology"
+            if got != wanted:
+                return [f"{_name(entry)} on {where} is on CPU(s) "
+                        f"{', '.join(map(str, entry['cpus']))}; the map puts it on CPU {want}"], None
+        elif want not in entry["cpus"]:
+            return [f"{_name(entry)} on {where} is on CPU(s) "
+                    f"{', '.join(map(str, entry['cpus']))}; the map puts it on CPU {want}"], None
+    return [], None if topology is not None else "no topology: cores not compared, only CPUs"
 
 
 def _block(where: str, ranks: List[dict], seq: List[int], topology: Topology) -> List[str]:

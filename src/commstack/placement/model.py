@@ -16,6 +16,8 @@ class Expected:
     oversubscribed: bool = False
     reports: Tuple[str, ...] = ()  # parser names (placement.reports), most authoritative first
     node_order: Optional[str] = None  # block | cyclic: ranks over nodes (srun's --distribution)
+    cpus: Optional[Tuple[int, ...]] = None  # the machine's CPU map: each local rank's CPU
+    cpus_per_rank: Optional[int] = None  # srun --cpus-per-task: processors each rank may hold
 
 
 @dataclass(frozen=True)
