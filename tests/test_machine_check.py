@@ -178,9 +178,13 @@ def test_run_refuses_a_contradicted_machine_before_launching(tmp_path):
     out = subprocess.run([sys.executable, "-m", "commstack", *env_args, "--no-machine-check"],
                          capture_output=True, text=True, timeout=120, env=env)
     assert "contradicted by this machine" not in out.stderr
-    # The same contradiction in a generic machine.yaml (no this_machine): a warning, and it runs.
+    # The same contradiction in a generic machine.yaml (no this_machine, like `local`): the run
+    # goes on (records carry the real topology); `machine check` names the difference.
     yaml_path.write_text(generic)
     out = subprocess.run([sys.executable, "-m", "commstack", *env_args, "--campaign", "generic"],
                          capture_output=True, text=True, timeout=120, env=env)
-    assert "a generic machine: not refused" in out.stderr and "node.numa_per_socket" in out.stderr
-    assert "contradicted by this machine, nothing launched" not in out.stderr
+    assert "contradicted by this machine" not in out.stderr
+    assert (tmp_path / "r" / site.name / "generic" / "points").is_dir()
+    check = subprocess.run([sys.executable, "-m", "commstack", "machine", "check", str(yaml_path)],
+                           capture_output=True, text=True, timeout=120, env=env)
+    assert check.returncode == 1 and "node.numa_per_socket" in check.stdout

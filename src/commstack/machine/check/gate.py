@@ -7,7 +7,6 @@ from typing import Optional
 
 from commstack.machine import Machine, MachineError
 from commstack.machine.check.checks import check_machine
-from commstack.machine.check.result import OK, UNKNOWN
 
 
 def refuse_on_contradiction(machine: Optional[Machine], command: str) -> None:
@@ -27,19 +26,12 @@ def refuse_on_contradiction(machine: Optional[Machine], command: str) -> None:
         return
     bad = outcome.contradictions
     if bad and not (machine.facts.get("verify") or {}).get("this_machine"):
-        print(f"commstack {command}: warning: this host differs from {machine.path} "
-              f"(a generic machine: not refused): "
-              + "; ".join(f"{c.fact}: {c.how}" for c in bad), file=sys.stderr)
+        # A generic machine (`local`: any workstation) describes a reference box; every record
+        # carries the real topology (lstopo), and `machine check` shows the differences.
         return
-    if bad:
+    if bad:  # agreement (and facts this host cannot read) pass silently: see `machine check`
         raise MachineError(
             f"{machine.path}: contradicted by this machine, nothing launched:\n"
             + "\n".join(f"  ✘ {c.fact}: {c.how}" for c in bad)
             + f"\nfix machine.yaml (see `commstack machine check {machine.path}`) or pass "
               "--no-machine-check")
-    ok = sum(c.verdict == OK for c in outcome.checks)
-    unknown = [c for c in outcome.checks if c.verdict == UNKNOWN]
-    print(f"commstack {command}: machine check {machine.name}: {ok} ✔"
-          + "".join(f", ? {c.fact} ({c.how})" for c in unknown[:3])
-          + (f", {len(unknown) - 3} more ?" if len(unknown) > 3 else ""), file=sys.stderr)
-
