@@ -105,6 +105,7 @@ def test_missing_external_prefix_is_a_cross_and_its_version_unreadable(tmp_path)
     assert outcome.exit_code == 1
 
 
+@needs_hwloc
 def test_json_shape(tmp_path):
     out = commstack("machine", "check", str(copied_site(tmp_path, "local", {"sockets": 7})),
                     "--json")
