@@ -36,6 +36,22 @@ def records(root: Path) -> List[dict]:
     return found
 
 
+LAUNCHER_NAMES = ("true", "mpirun", "mpiexec", "mpiexec.hydra", "mpirun.openmpi", "mpiexec.mpich",
+                  "srun")
+
+
+def launcher_stand_ins(folder: Path) -> Path:
+    """A folder of links to `true` named like the launchers, for tests that only *plan* (resolve
+    names, launch nothing) on machines without MPIs or Slurm; a stack's `bin` is searched first."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in LAUNCHER_NAMES:
+        if not (folder / name).exists():
+            (folder / name).symlink_to(shutil.which("true"))
+    return folder
+
+
 def typed_records(root: Path) -> List[Record]:
     """The campaign's records as the code reads them (commstack.store.record.Record)."""
     return list(Campaign(root).records())

@@ -21,7 +21,7 @@ from commstack.placement.check import CONTRADICTS, VERIFIED, verify
 from commstack.placement.model import Expected
 from commstack.placement.topology import parse_topology
 from tests.conftest import REPO
-from tests.sweeps import commstack
+from tests.sweeps import commstack, launcher_stand_ins
 
 RANKS_PER_NODE = (1, 2, 4, 8, 16, 32, 36)
 
@@ -47,7 +47,7 @@ def _plan(tmp_path: Path, env_extra: Optional[Dict[str, str]] = None, extra: str
     path.write_text(dedent(f"""
         benchmark: imb-mpi1
         stacks:
-          ompi: {{flavour: openmpi, bin: /bin}}
+          ompi: {{flavour: openmpi, bin: {launcher_stand_ins(tmp_path / "bin")}}}
         parameters: {{executable: "true", nodes: 2{extra}}}
         product:
           ranks_per_node: [{", ".join(map(str, RANKS_PER_NODE))}]
@@ -88,9 +88,9 @@ def test_odd_ranks_per_node_have_no_block_split(tmp_path):
     path.write_text(dedent("""
         benchmark: imb-mpi1
         stacks:
-          ompi: {flavour: openmpi, bin: /bin}
+          ompi: {flavour: openmpi, bin: BIN}
         parameters: {executable: "true", nodes: 2, ranks_per_node: 3, mapping: block}
-        """))
+        """).replace("BIN", str(launcher_stand_ins(tmp_path / "bin"))))
     out = commstack("plan", str(path), env={**os.environ, "SLURM_JOB_ID": "4242"})
     assert out.returncode == 2
     assert "cpu_map" in out.stderr and "3 ranks per node do not split evenly" in out.stderr

@@ -16,7 +16,7 @@ from typing import Dict
 import pytest
 
 from tests.conftest import REPO
-from tests.sweeps import commstack
+from tests.sweeps import commstack, launcher_stand_ins
 
 
 def _planned(tmp_path: Path, machine: str, ranks: str, extra: str = "") -> Dict[int, str]:
@@ -26,7 +26,7 @@ def _planned(tmp_path: Path, machine: str, ranks: str, extra: str = "") -> Dict[
     path.write_text(dedent(f"""
         benchmark: imb-mpi1
         stacks:
-          m: {{flavour: mpich, bin: /bin}}
+          m: {{flavour: mpich, bin: {launcher_stand_ins(tmp_path / "bin")}}}
         parameters: {{executable: "true"{extra}}}
         product:
           ranks_per_node: [{ranks}]
@@ -63,7 +63,8 @@ def test_the_point_overrides_the_rule(tmp_path):
 def test_a_bad_cpus_per_task_is_refused_before_launch(tmp_path):
     path = tmp_path / "matrices" / "perlmutter" / "bad.yaml"
     path.parent.mkdir(parents=True)
-    path.write_text("benchmark: imb-mpi1\nstacks:\n  m: {flavour: mpich, bin: /bin}\n"
+    bin_dir = launcher_stand_ins(tmp_path / "bin")
+    path.write_text(f"benchmark: imb-mpi1\nstacks:\n  m: {{flavour: mpich, bin: {bin_dir}}}\n"
                     "parameters: {executable: 'true', cpus_per_task: 0}\n")
     out = commstack("plan", str(path), env={**os.environ, "SLURM_JOB_ID": "4242"})
     assert out.returncode == 2 and "cpus_per_task" in out.stderr
