@@ -36,6 +36,7 @@ from commstack.launch.stack import ResolvedStack, StackError, resolve
 from commstack.machine import Machine
 from commstack.matrix.expand import expand
 from commstack.matrix.model import Matrix, Point
+from commstack.matrix.parameters import matrix_name
 from commstack.placement.check import CONTRADICTS, MISMATCH_STATUS, record_placement
 from commstack.store import campaign as store
 from commstack.store.campaign import Campaign
@@ -113,8 +114,7 @@ def _command(point: Point, matrix: Matrix, stack: ResolvedStack, machine: Option
 
 def _with_env_params(point: Point, env: Dict[str, str]) -> Point:
     """``point`` with ``env`` added as parameters (OMPI_MCA_x as mca.x, others by name)."""
-    extra = {(f"mca.{k[len('OMPI_MCA_'):]}" if k.startswith("OMPI_MCA_") else k): v
-             for k, v in env.items()}
+    extra = {matrix_name(k): v for k, v in env.items()}
     return Point(point.benchmark, tuple(sorted(dict(point.params, **extra).items())))
 
 

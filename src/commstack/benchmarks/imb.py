@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from commstack.benchmarks.base import Benchmark, FigureOfMerit, Option, Output, ParseError
-from commstack.benchmarks.text import column_keys, strip_launcher_prefix
+from commstack.benchmarks.text import INTEL_MPI_STARTUP, column_keys, strip_launcher_prefix
 
 # ----------------------------------------------------------------------------------------------
 # Patterns
@@ -42,7 +42,6 @@ from commstack.benchmarks.text import column_keys, strip_launcher_prefix
 # "[1795329961.243038] [vm:950  :0]  ucp_context.c:1849 UCX  INFO ..." and UCX_PROTO_INFO tables
 _UCX_LINE = re.compile(r"^\[\d+\.\d+\]\s+\[[^\]]*\]")
 _UCX_LEVEL = re.compile(r"\bUCX\s+(?P<level>[A-Z]+)\b")
-_IMPI_STARTUP = re.compile(r"^MPI startup\(\)")
 _HYDRA_LINE = re.compile(r"^\[mpiexec@[^\]]*\]")
 # hydra's binding report (HYDRA_TOPO_DEBUG=1, read by commstack.placement)
 _HYDRA_BINDING = re.compile(r"^process \d+ binding: [01 ]+$")
@@ -113,7 +112,7 @@ def _clean_lines(text: str, notes: List[str]) -> List[_Line]:
             else:
                 ignored["UCX log"] += 1
             continue
-        if _IMPI_STARTUP.match(line):
+        if INTEL_MPI_STARTUP.match(line):
             ignored["Intel MPI startup"] += 1
             continue
         if _HYDRA_LINE.match(line):

@@ -15,7 +15,7 @@ _RANK_TAG = re.compile(r"\[\d+\] ?")
 
 # What Intel MPI prints on stdout with I_MPI_DEBUG > 0 (version, tuning file, pin table), after
 # strip_launcher_prefix has removed its "[0] " rank tag.
-INTEL_MPI_STARTUP = re.compile(r"^MPI startup\(\):")
+INTEL_MPI_STARTUP = re.compile(r"^MPI startup\(\)")
 
 
 def strip_launcher_prefix(raw: str) -> str:

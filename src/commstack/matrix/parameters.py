@@ -45,6 +45,12 @@ class ParameterKind:
     family: Optional[str] = None  # env prefix, "mca", or None when any flavour honours it
 
 
+def matrix_name(variable: str) -> str:
+    """The parameter a matrix writes for an environment variable: OMPI_MCA_x is mca.x (the
+    inverse of the ``mca`` kind's env_name), other variables go by their own name."""
+    return "mca." + variable[len("OMPI_MCA_"):] if variable.startswith("OMPI_MCA_") else variable
+
+
 def classify(name: str, benchmark: Benchmark, settings: Optional[Collection[str]] = None
              ) -> ParameterKind:
     """Classify a parameter name; raise ValueError saying what names are accepted.

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Tup
 
 from commstack.launch.command import point_env
 from commstack.launch.stack import ResolvedStack, StackError
+from commstack.matrix.parameters import matrix_name
 from commstack.preflight import rules
 from commstack.preflight.capabilities import Components, StackCapabilities, UcxResources
 from commstack.preflight.tools import ToolCache
@@ -72,7 +73,7 @@ class Verdict:
         out = []
         for (stack, variable, reason, overridable), (values, points) in grouped.items():
             shown = ", ".join(points[:3]) + (f" and {len(points) - 3} more" if len(points) > 3 else "")
-            name = display_name(variable)
+            name = matrix_name(variable)
             hint = f" (run it anyway, unchecked: {ALLOW_FLAG} {name})" if overridable else ""
             value = values[0] if len(values) == 1 else "{" + ", ".join(values) + "}"
             out.append(f"stack {stack!r}, {name}={value} "
@@ -90,9 +91,6 @@ def _stack_key(stack: ResolvedStack) -> Tuple:
             tuple(stack.lib_dirs), tuple(stack.stack.env))
 
 
-def display_name(variable: str) -> str:
-    """The name as a matrix writes it: OMPI_MCA_x is mca.x."""
-    return "mca." + variable[len(_MCA):] if variable.startswith(_MCA) else variable
 
 
 def normalise(names: Iterable[str]) -> FrozenSet[str]:
@@ -195,7 +193,7 @@ def check_variables(caps: StackCapabilities, requested: Dict[str, str],
 
 def _unchecked(out: StackVerdict, stack: str, name: str, why: str) -> None:
     out.unchecked[name] = f"could not be checked: {why}"
-    warning = f"stack {stack!r}: {display_name(name)} could not be checked ({why})"
+    warning = f"stack {stack!r}: {matrix_name(name)} could not be checked ({why})"
     if warning not in out.warnings:
         out.warnings.append(warning)
 
