@@ -4,6 +4,7 @@ slurmctld, and munged when slurm-up.sh started it) and leaves a munged it did no
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 from typing import Set
 
@@ -48,3 +49,36 @@ def test_teardown_stops_every_daemon_the_setup_started():
     left = {name: _running(name) & pids for name, pids in started.items()}
     assert left == {name: set() for name in DAEMONS}
     assert before["munged"] <= _running("munged")  # one the set-up did not start stays
+
+
+def test_a_cluster_lost_mid_job_comes_back_idle():
+    """slurmctld killed while a job runs: the teardown still stops the job's processes (they
+    would keep a node's namespace alive) and the next set-up starts with idle nodes, not nodes
+    still allocated to the lost job."""
+    reason = slurm_cluster.skip_reason()
+    if reason:
+        pytest.skip(reason)
+    if _running("slurmctld") or _running("slurmd"):
+        pytest.skip("skipped: a Slurm cluster is up (maybe in use by other tests); this test "
+                    "kills its controller, so it runs only on a cluster it brings up")
+    slurm_cluster.bring_up()
+    try:
+        marker = "sleep 3017"  # a duration no other process here uses
+        job = subprocess.run(["sbatch", "--parsable", "-N3", "--output=/dev/null", "--wrap", marker],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        for _ in range(100):
+            if subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"job {job} did not start")
+        ctl = int(Path("/run/slurm/slurmctld.pid").read_text())
+        subprocess.run(["kill", "-KILL", str(ctl)], check=True)
+        slurm_cluster.tear_down()
+        assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1
+        slurm_cluster.bring_up()
+        states = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], capture_output=True,
+                                text=True).stdout.split()
+        assert states == ["idle"] * len(slurm_cluster.NODES)
+    finally:
+        slurm_cluster.tear_down()

@@ -24,11 +24,12 @@ wait_stopped() {  # up to 10 s for the stopped daemons to exit, then SIGKILL (a 
     done
     echo "slurm-down: still running: ${left[*]}" >&2
 }
-node_daemons() {  # slurmd and slurmstepd of the nodes n1..nN, found by hostname in their own
-    # UTS namespace: also those whose pid file was lost (two set-ups racing overwrite it)
-    local p h own
+node_daemons() {  # slurmd and slurmstepd (or the PIDs given) of the nodes n1..nN, found by
+    # hostname in their own UTS namespace: also those whose pid file was lost (two set-ups racing
+    # overwrite it)
+    local p h own pids=${1:-$(pgrep -x slurmd; pgrep -x slurmstepd)}
     own=$(readlink /proc/self/ns/uts)
-    for p in $(pgrep -x slurmd; pgrep -x slurmstepd); do
+    for p in $pids; do
         [ "$(readlink "/proc/$p/ns/uts" 2>/dev/null)" != "$own" ] || continue
         h=$(nsenter -t "$p" -u hostname 2>/dev/null) || continue
         if [[ $h =~ ^n([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -ge 1 ] && [ "${BASH_REMATCH[1]}" -le "$N" ]; then
@@ -48,6 +49,13 @@ for p in $(node_daemons); do
     fi
 done
 stop /run/slurm/slurmctld.pid slurmctld
+wait_stopped
+# Job processes that outlived their slurmstepd (slurmctld gone before scancel could reach them)
+# keep a node's namespace, and its veth name, alive; the next slurm-up would fail on them.
+stopped=()
+for p in $(node_daemons "$(ls /proc | grep -E '^[0-9]+$')"); do
+    kill "$p" 2>/dev/null && { echo "stopped $(cat "/proc/$p/comm" 2>/dev/null) ($p, left on a node)"; stopped+=("$p"); }
+done
 wait_stopped
 # munged last: slurmctld and slurmd use it until they exit.
 stopped=()

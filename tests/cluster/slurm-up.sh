@@ -78,8 +78,10 @@ if ! munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then
     cp /run/munge/munged.pid /run/slurm/munged.pid
 fi
 for _ in $(seq 50); do munge -n </dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
-# Job ids restart at 1 only together with fresh slurmd spools (stale pmix sockets otherwise).
-/usr/sbin/slurmctld
+# -c: start from no saved state. A cluster torn down while a job still ran would otherwise come
+# back with its nodes "allocated" to that job until slurmctld times it out. Job ids restart at 1,
+# which is safe only together with fresh slurmd spools (stale pmix sockets otherwise).
+/usr/sbin/slurmctld -c
 for i in $(seq 1 "$N"); do
     rm -rf "/var/lib/slurm/slurmd/n$i" "/tmp/slurm-n$i"
     install -d -m 0755 "/var/lib/slurm/slurmd/n$i" "/tmp/slurm-n$i"
