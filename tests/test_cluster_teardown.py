@@ -64,7 +64,8 @@ def test_a_cluster_lost_mid_job_comes_back_idle():
     slurm_cluster.bring_up()
     try:
         marker = "sleep 3017"  # a duration no other process here uses
-        job = subprocess.run(["sbatch", "--parsable", "-N3", "--output=/dev/null", "--wrap", marker],
+        job = subprocess.run(["sbatch", "--parsable", "-N3", "--output=/dev/null",
+                              "--wrap", marker],
                              capture_output=True, text=True, check=True).stdout.strip()
         for _ in range(100):
             if subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0:
