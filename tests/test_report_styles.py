@@ -142,9 +142,12 @@ def test_each_step_names_what_the_tuner_chose_by_its_noise_rule(tuning):
                 assert "slower beyond noise at none" in row
             else:
                 assert f"| {chosen} (default kept) | no candidate is faster beyond noise" in row
-        # Shared memory against TCP loopback: the fabric step is far beyond any noise.
-        assert _decision(tuning / case / "fabric")["winner"] == {"I_MPI_FABRICS": "shm",
-                                                                 "FI_PROVIDER": "shm"}
+        # Which fabric wins depends on the machine's load (shm usually beats TCP loopback far
+        # beyond noise, but not on a saturated 2-core runner): the report must name the
+        # decision, whichever it was.
+        assert _decision(tuning / case / "fabric")["winner"] in (
+            {"I_MPI_FABRICS": "ofi", "FI_PROVIDER": "tcp"},
+            {"I_MPI_FABRICS": "shm", "FI_PROVIDER": "shm"})
 
 
 def test_verify_campaign_compares_tuned_and_default(tuning):
@@ -152,10 +155,17 @@ def test_verify_campaign_compares_tuned_and_default(tuning):
         verify = tuning / case / "verify" / "report"
         report = (verify / "report.md").read_text()
         assert "## Tuned vs default (OCI tuning-study style)" in report
-        assert re.search(r"\| 3 verify \| I_MPI_FABRICS\+FI_PROVIDER\+mapping \| I_MPI_FABRICS=ofi, "
-                         r"FI_PROVIDER=tcp, mapping=block \| I_MPI_FABRICS=shm, FI_PROVIDER=shm, "
-                         r"mapping=(block|cyclic) \| faster beyond noise at \d+ of \d+ sizes",
-                         report)
+        fabric = _decision(tuning / case / "fabric")["winner"]
+        mapping = _decision(tuning / case / "mapping")["winner"]["mapping"]
+        tuned = (f"I_MPI_FABRICS={fabric['I_MPI_FABRICS']}, FI_PROVIDER={fabric['FI_PROVIDER']}, "
+                 f"mapping={mapping}")
+        row = next(line for line in report.splitlines() if line.startswith("| 3 verify |"))
+        assert row.startswith("| 3 verify | I_MPI_FABRICS+FI_PROVIDER+mapping | I_MPI_FABRICS=ofi, "
+                              f"FI_PROVIDER=tcp, mapping=block | {tuned} |"), row
+        if tuned == "I_MPI_FABRICS=ofi, FI_PROVIDER=tcp, mapping=block":
+            assert "the default stays" in row
+        else:
+            assert re.search(r"\| faster beyond noise at \d+ of \d+ sizes", row), row
         assert f"![{coll}_01_02_step3.png]({coll}_01_02_step3.png)" in report
         rows = list(csv.DictReader(open(verify / "oracle_images.csv")))
         assert rows[0]["plot_kind"] == "tuned_vs_default"
