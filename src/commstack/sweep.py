@@ -1,7 +1,9 @@
 """A sweep from start to end: expand the matrix, prepare every command, run what is not done.
 
 Order of work: repeats are the outer loop (every point once, then every point again), so slow
-drift of the machine spreads over all points instead of biasing one.
+drift of the machine spreads over all points instead of biasing one. A run given one repeat (a
+job of a campaign whose repeats are taken across jobs) runs every point once, starting at a
+different point in each repeat, so no point is always the first of its job.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import commstack
 from commstack import flavours, preflight, provenance
 from commstack.benchmarks import registry
 from commstack.benchmarks.base import ParseError
+from commstack.errors import CampaignError
 from commstack.flavours import ompi_coll_evidence
 from commstack.launch import runner
 from commstack.launch.command import (
@@ -187,8 +190,10 @@ def run_sweep(
     log: Callable[[str], None] = lambda s: print(s, flush=True),
     parallel: int = 1,
     allow_unlisted: Sequence[str] = (),
+    only_repeat: Optional[int] = None,
 ) -> SweepResult:
     matrix = plan.matrix
+    check_repeat(matrix, only_repeat)
     # Before anything is created or launched: exit 2 on what a stack cannot do.
     checked = preflight.check_plan(plan, allow_unlisted)
     for line in checked.warnings + checked.notes:
@@ -206,8 +211,10 @@ def run_sweep(
 
     result = SweepResult(campaign=campaign)
     old_term = signal.signal(signal.SIGTERM, _raise_interrupted)
-    work = [(repeat, prepared) for repeat in range(1, matrix.repeats + 1)
-            for prepared in plan.points]
+    work = ([(only_repeat, prepared) for prepared in rotated(plan.points, only_repeat - 1)]
+            if only_repeat is not None else
+            [(repeat, prepared) for repeat in range(1, matrix.repeats + 1)
+             for prepared in plan.points])
     counter = itertools.count(1)
     evidence: Dict[str, Optional[Dict[str, object]]] = {}  # point id -> its evidence run's reading
     evidence_lock = threading.Lock()
@@ -268,6 +275,20 @@ def run_sweep(
         with contextlib.suppress(*((OSError,) if sys.exc_info()[0] else ())):
             write_records_csv(campaign.root, campaign.records())
     return result
+
+
+def check_repeat(matrix: Matrix, repeat: Optional[int]) -> None:
+    if repeat is not None and not 1 <= repeat <= matrix.repeats:
+        raise CampaignError(f"{matrix.path}: --repeat {repeat}: the matrix has repeats "
+                            f"1 to {matrix.repeats}")
+
+
+def rotated(items: Sequence, shift: int) -> list:
+    """``items`` starting at position ``shift`` (modulo their number), wrapping around."""
+    if not items:
+        return []
+    k = shift % len(items)
+    return list(items[k:]) + list(items[:k])
 
 
 def _run_side_by_side(one: Callable, work: List[tuple], parallel: int) -> None:

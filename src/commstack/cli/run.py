@@ -10,7 +10,7 @@ from commstack.cli.common import add_matrix_arguments, campaign_root, prepare_pl
 from commstack.machine.check import refuse_on_contradiction
 from commstack.matrix.load import load_matrix
 from commstack.preflight import add_allow_argument
-from commstack.sweep import run_sweep
+from commstack.sweep import check_repeat, run_sweep
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -20,6 +20,9 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="run again points whose last attempt failed (crash, timeout, parse error, "
                         "placement mismatch)")
     p.add_argument("--report", action="store_true", help="write the report when the sweep ends")
+    p.add_argument("--repeat", type=int, default=None, metavar="K",
+                   help="run only repeat K, every point once (a job of `commstack submit` when "
+                        "repeats are taken across jobs)")
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="run up to K points side by side (small points sharing an allocation)")
     add_allow_argument(p)
@@ -30,12 +33,18 @@ def register(p: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     if args.dry_run:
         return plan_command.execute(args)
-    plan = prepare_plan(args, load_matrix(args.matrix))
+    matrix = load_matrix(args.matrix)
+    check_repeat(matrix, args.repeat)
+    plan = prepare_plan(args, matrix)
     if not args.no_machine_check:
         refuse_on_contradiction(plan.machine, "run")
     root = campaign_root(args, plan.matrix)
+    if plan.matrix.repeats_across == "jobs" and args.repeat is None:
+        print(f"note: {plan.matrix.path.name} asks for its repeats across jobs "
+              "(`commstack submit`); this run takes all of them in this allocation, and the "
+              "report will say so", file=sys.stderr)
     result = run_sweep(plan, root, retry_failed=args.retry_failed, parallel=args.parallel,
-                       allow_unlisted=args.allow_unlisted)
+                       allow_unlisted=args.allow_unlisted, only_repeat=args.repeat)
     print(f"campaign {root}: {result.ran} runs now, {result.skipped_done} already done, "
           f"{result.failed} failed"
           + (f", {result.deferred} left pending (not enough allocation time)" if result.deferred else "")

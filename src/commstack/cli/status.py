@@ -75,7 +75,9 @@ def _print_jobs(campaign: Campaign) -> None:
     for job in jobs:
         state = queued.get(job["job_id"]) or finished.get(job["job_id"]) or "finished (not in queue)"
         kind = f"array[{job['array']}]" if job.get("array", 1) > 1 else "job"
-        print(f"  slurm {kind} {job['job_id']}: nodes={job['nodes']} runs={job['runs']} {state}")
+        repeat = f" repeat={job['repeat']}" if job.get("repeat") else ""
+        print(f"  slurm {kind} {job['job_id']}: nodes={job['nodes']}{repeat} runs={job['runs']} "
+              f"{state}")
 
 
 def _last_matrix(campaign: Campaign) -> Path:

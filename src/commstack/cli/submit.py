@@ -27,6 +27,9 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retry-failed", action="store_true", help="also rerun failed runs")
     p.add_argument("--array", type=int, default=0, metavar="RUNS",
                    help="use job arrays with about RUNS runs per array task (points are independent)")
+    p.add_argument("--repeats-across-jobs", action="store_true",
+                   help="one job per repeat, each running every point once (the matrix's "
+                        "`repeats_across: jobs` does the same)")
     p.add_argument("--time", help="time limit per job (default: machine.yaml scheduler.time_limit)")
     p.add_argument("--partition")
     p.add_argument("--account")
@@ -50,10 +53,14 @@ def execute(args: argparse.Namespace) -> int:
     active = slurm.queue_states([j["job_id"] for j in earlier])
     if earlier and not args.resume:
         raise CampaignError(f"{root}: jobs were submitted before ({len(earlier)}); use --resume")
-    busy_nodes = {j["nodes"] for j in earlier if j["job_id"] in active}
+    busy = {(j["nodes"], j.get("repeat")) for j in earlier if j["job_id"] in active}
+    per_repeat = args.repeats_across_jobs or matrix.repeats_across == "jobs"
+    if per_repeat and args.array:
+        raise CampaignError("--array and repeats across jobs exclude each other: a job of "
+                            "repeat K already runs every point once")
 
     groups = slurm.pending_work(campaign, [p.point for p in plan.points], matrix.repeats,
-                                args.retry_failed)
+                                args.retry_failed, per_repeat)
     options = slurm.SbatchOptions.from_machine(
         machine, time=args.time, partition=args.partition, account=args.account, qos=args.qos,
         constraint=args.constraint)
@@ -67,20 +74,21 @@ def execute(args: argparse.Namespace) -> int:
         campaign.ensure({"campaign": campaign.name, "machine": campaign.machine,
                          "benchmark": matrix.benchmark.name, "matrix": str(matrix.path)})
     submitted = 0
-    for nodes, request in sorted(groups.items()):
-        if nodes in busy_nodes:
-            print(f"nodes={nodes}: a job is still queued or running; not resubmitted")
+    for (nodes, repeat), request in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
+        label = f"nodes={nodes}" + (f" repeat={repeat}" if repeat else "")
+        if (nodes, repeat) in busy:
+            print(f"{label}: a job is still queued or running; not resubmitted")
             continue
         if args.array:
             request.shards = max(1, min(request.points, math.ceil(request.runs / args.array)))
         script = slurm.batch_script(request, run_args, options, campaign, Path.cwd())
         if args.dry_run:
-            print(f"# nodes={nodes}: {request.runs} runs\n{script}")
+            print(f"# {label}: {request.runs} runs\n{script}")
             continue
         job = slurm.submit(script, campaign, request)
         submitted += 1
         kind = f"array of {request.shards}" if request.shards > 1 else "job"
-        print(f"nodes={nodes}: {request.runs} runs -> {kind} {job}")
+        print(f"{label}: {request.runs} runs -> {kind} {job}")
     if not groups:
         print(f"{root}: nothing left to run")
     elif not args.dry_run:

@@ -1,8 +1,10 @@
-"""Submitting a sweep to Slurm: one batch job per node-count group, or job arrays.
+"""Submitting a sweep to Slurm: one batch job per node-count group, or job arrays, or, when
+repeats are taken across jobs, one job per node-count group and repeat.
 
 Each job runs `commstack run` on the same matrix and campaign (restricted with --nodes and, for
-arrays, --shard), so every job resumes where the campaign stands and concurrent jobs share work
-safely (attempts are claimed under locks). Submitted job ids are logged in <campaign>/jobs/.
+arrays, --shard; for repeats across jobs, --repeat), so every job resumes where the campaign
+stands and concurrent jobs share work safely (attempts are claimed under locks). Submitted job
+ids are logged in <campaign>/jobs/.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from commstack.machine import Machine
 from commstack.store.campaign import DONE, FAILED, Campaign
@@ -32,6 +34,11 @@ class JobRequest:
     runs: int  # (point, repeat) pairs this job has to do
     points: int = 0  # points with work left
     shards: int = 1  # array tasks (each takes every shards-th point); 1 means a plain job
+    repeat: Optional[int] = None  # the one repeat this job takes (repeats across jobs)
+
+    @property
+    def key(self) -> Tuple[int, Optional[int]]:
+        return self.nodes, self.repeat
 
 
 @dataclass
@@ -52,30 +59,30 @@ class SbatchOptions:
         return cls(**values, extra=tuple(sched.get("extra_sbatch", ())))
 
 
-def pending_work(campaign: Campaign, points: List, repeats: int, retry_failed: bool
-                 ) -> Dict[int, JobRequest]:
-    """Per node count: how many runs are not done yet and the most tasks per node needed."""
-    groups: Dict[int, JobRequest] = {}
+def pending_work(campaign: Campaign, points: List, repeats: int, retry_failed: bool,
+                 per_repeat: bool = False) -> Dict[Tuple[int, Optional[int]], JobRequest]:
+    """Per node count (and, with ``per_repeat``, per repeat): how many runs are not done yet and
+    the most tasks per node needed."""
+    groups: Dict[Tuple[int, Optional[int]], JobRequest] = {}
     for point in points:
-        todo = 0
-        for repeat in range(1, repeats + 1):
-            state = campaign.state(point.id, repeat)
-            if state == DONE or (state == FAILED and not retry_failed):
-                continue
-            todo += 1
-        if not todo:
-            continue
         nodes = int(point.get("nodes", 1))
-        group = groups.setdefault(nodes, JobRequest(nodes, 0, 0))
-        group.runs += todo
-        group.points += 1
-        group.tasks_per_node = max(group.tasks_per_node, int(point.get("ranks_per_node", 2)))
+        todo = [repeat for repeat in range(1, repeats + 1)
+                if _needs_run(campaign.state(point.id, repeat), retry_failed)]
+        for repeat in (todo if per_repeat else [None] if todo else []):
+            group = groups.setdefault((nodes, repeat), JobRequest(nodes, 0, 0, repeat=repeat))
+            group.runs += 1 if per_repeat else len(todo)
+            group.points += 1
+            group.tasks_per_node = max(group.tasks_per_node, int(point.get("ranks_per_node", 2)))
     return groups
+
+
+def _needs_run(state: Optional[str], retry_failed: bool) -> bool:
+    return not (state == DONE or (state == FAILED and not retry_failed))
 
 
 def batch_script(request: JobRequest, run_args: List[str], options: SbatchOptions,
                  campaign: Campaign, workdir: Path) -> str:
-    name = f"cs-{campaign.name}-N{request.nodes}"
+    name = f"cs-{campaign.name}-N{request.nodes}" + (f"-r{request.repeat}" if request.repeat else "")
     lines = ["#!/bin/bash", f"#SBATCH --job-name={name}", f"#SBATCH --nodes={request.nodes}",
              f"#SBATCH --ntasks-per-node={request.tasks_per_node}", "#SBATCH --exclusive",
              f"#SBATCH --output={campaign.root.resolve()}/jobs/%x-%j.out"]
@@ -89,9 +96,12 @@ def batch_script(request: JobRequest, run_args: List[str], options: SbatchOption
             lines.append(f"#SBATCH --{flag}={value}")
     lines += [f"#SBATCH {extra}" for extra in options.extra]
     args = list(run_args) + ["--nodes", str(request.nodes)]
+    if request.repeat is not None:
+        args += ["--repeat", str(request.repeat)]
     shard = ' --shard "${SLURM_ARRAY_TASK_ID}/' + str(request.shards) + '"' if request.shards > 1 else ""
     lines += [
-        "# Written by `commstack submit`; runs the sweep's points for this node count.",
+        "# Written by `commstack submit`; runs the sweep's points for this node count"
+        + (f", repeat {request.repeat} of each." if request.repeat else "."),
         "set -euo pipefail",
         f"cd {shlex.quote(str(workdir))}",
         f"exec {shlex.quote(sys.executable)} -m commstack run {' '.join(map(shlex.quote, args))}{shard}",
@@ -103,7 +113,8 @@ def submit(script: str, campaign: Campaign, request: JobRequest) -> str:
     jobs = campaign.root / "jobs"
     jobs.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = jobs / f"{stamp}-N{request.nodes}-{time.time_ns() % 10**6:06d}.sbatch"
+    repeat = f"-r{request.repeat}" if request.repeat else ""
+    path = jobs / f"{stamp}-N{request.nodes}{repeat}-{time.time_ns() % 10**6:06d}.sbatch"
     write_new(path, script.encode())
     proc = subprocess.run(["sbatch", "--parsable", str(path)], capture_output=True, text=True,
                           timeout=120)
@@ -112,7 +123,8 @@ def submit(script: str, campaign: Campaign, request: JobRequest) -> str:
     job_id = proc.stdout.strip().split(";")[0]
     with open(jobs / "submitted.jsonl", "a") as log:
         log.write(json.dumps({"job_id": job_id, "nodes": request.nodes, "runs": request.runs,
-                              "array": request.shards, "script": path.name,
+                              "array": request.shards, "repeat": request.repeat,
+                              "script": path.name,
                               "submitted": time.time()}) + "\n")
     return job_id
 

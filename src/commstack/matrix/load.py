@@ -67,6 +67,7 @@ def matrix_from_text(path: Path, text: str) -> Matrix:
         benchmark=benchmark,
         stacks=stacks,
         repeats=data.get("repeats", DEFAULT_REPEATS),
+        repeats_across=data.get("repeats_across", "allocation"),
         timeout=float(data.get("timeout", DEFAULT_TIMEOUT_S)),
         description=data.get("description", ""),
         parameters=dict(data.get("parameters", {})),

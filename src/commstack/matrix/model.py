@@ -67,6 +67,8 @@ class Matrix:
     benchmark: Benchmark
     stacks: Dict[str, Stack]
     repeats: int = DEFAULT_REPEATS
+    # "jobs": `commstack submit` takes each repeat in its own Slurm job (README: Repeats).
+    repeats_across: str = "allocation"
     timeout: float = DEFAULT_TIMEOUT_S
     description: str = ""
     parameters: Dict[str, Any] = field(default_factory=dict)

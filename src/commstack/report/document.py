@@ -19,6 +19,7 @@ from commstack.aggregate import aggregate
 from commstack.errors import CampaignError
 from commstack.markdown_table import table
 from commstack.report.plots import plot_section
+from commstack.report.repeats import how_repeats_were_taken
 from commstack.report.studies import STUDIES, Context, Study
 from commstack.report.tables import (
     MARKERS,
@@ -174,7 +175,8 @@ def _overview(campaign: Campaign, records: List[Record]) -> List[str]:
     sessions = sorted((campaign.root / "sessions").glob("*/provenance.json"))
     lines = [f"- records: {len(records)} ({', '.join(f'{v} {k}' for k, v in counts.items())})",
              f"- points: {len({r.point_id for r in records})}, repeats up to "
-             f"{max(r.repeat for r in records)}"]
+             f"{max(r.repeat for r in records)}",
+             f"- repeats taken: {how_repeats_were_taken(records)}"]
     imported = sorted({(r.source or {}).get("file", "?") for r in records if r.imported})
     if imported:
         lines.append(f"- imported (published values, not runs): {', '.join(imported)}")

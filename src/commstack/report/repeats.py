@@ -1,0 +1,64 @@
+"""How a campaign's repeats were taken, read from its records (not from what was asked).
+
+Repeats inside one allocation share its nodes and its moment; repeats across jobs (the GASNet-EX
+paper's 16 samples, `repeats_across: jobs`) span allocations and node sets. A reader comparing
+spreads needs to know which, so the report says it, from the Slurm job and node list each record
+carries, or from the sessions when no Slurm was involved.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Set
+
+from commstack.store.record import Record
+
+
+def how_repeats_were_taken(records: List[Record]) -> str:
+    runs = [r for r in records if not r.imported and r.ok] or [r for r in records if not r.imported]
+    if not runs:
+        return "no runs (imported values only)"
+    repeats = max(r.repeat for r in runs)
+    jobs_of: Dict[str, Dict[int, str]] = {}  # point -> repeat -> job
+    for r in runs:
+        if r.slurm and r.slurm.job_id:
+            jobs_of.setdefault(r.point_id, {})[r.repeat] = r.slurm.job_id
+    if not jobs_of:
+        sessions = {r.session for r in runs if r.session}
+        return (f"up to {repeats} per point outside Slurm, in {len(sessions)} session(s); "
+                "repeats are the outer loop (every point once, then again)")
+    all_jobs = sorted({j for by_repeat in jobs_of.values() for j in by_repeat.values()},
+                      key=_job_order)
+    jobs = f"{len(all_jobs)} job(s): {_ids(all_jobs)}"
+    distinct = [len(set(by_repeat.values())) for by_repeat in jobs_of.values()]
+    taken = [len(by_repeat) for by_repeat in jobs_of.values()]
+    if len(all_jobs) == 1:
+        return (f"up to {repeats} per point within one Slurm job ({all_jobs[0]}): one "
+                "allocation, its nodes for every sample")
+    if distinct == taken:
+        return (f"across jobs: each repeat of a point in its own Slurm job ({jobs}); "
+                f"node sets per point: {_node_sets_per_point(runs)}")
+    if set(distinct) == {1}:
+        return f"within jobs: all repeats of a point in one Slurm job ({jobs})"
+    return (f"mixed: some points' repeats share a Slurm job, others' do not ({jobs}); node "
+            f"sets per point: {_node_sets_per_point(runs)}")
+
+
+def _node_sets_per_point(runs: List[Record]) -> str:
+    sets: Dict[str, Set[tuple]] = {}
+    for r in runs:
+        if r.slurm and r.slurm.nodes:
+            sets.setdefault(r.point_id, set()).add(tuple(sorted(r.slurm.nodes)))
+    if not sets:
+        return "not recorded"
+    counts = sorted(len(s) for s in sets.values())
+    return str(counts[0]) if counts[0] == counts[-1] else f"{counts[0]}–{counts[-1]}"
+
+
+def _job_order(job_id: str) -> tuple:
+    return (0, int(job_id), "") if job_id.isdigit() else (1, 0, job_id)
+
+
+def _ids(jobs: List[str], shown: int = 8) -> str:
+    if len(jobs) <= shown:
+        return ", ".join(jobs)
+    return ", ".join(jobs[:shown]) + f", … ({len(jobs)} in all)"
