@@ -58,6 +58,7 @@ class PreparedPoint:
     # The same command plus the variables that make the MPI name the collective components it
     # used (flavour.evidence_env): run once per point and session, its timings never used.
     evidence: Optional[LaunchCommand] = None
+    unresolved: List[str] = field(default_factory=list)  # review mode: what is not here
 
 
 @dataclass
@@ -70,12 +71,14 @@ class Plan:
 
 
 def prepare(matrix: Matrix, machine: Optional[Machine] = None,
-            allocation: Optional[Allocation] = None, select: Callable[[Point], bool] = lambda p: True
-            ) -> Plan:
+            allocation: Optional[Allocation] = None, select: Callable[[Point], bool] = lambda p: True,
+            review: bool = False) -> Plan:
     """Expand and build every command; raise on any problem before anything is launched.
 
     Inside a Slurm allocation points become srun steps, otherwise local mpirun/mpiexec runs.
     ``select`` keeps a subset of the points (one node-count group, one shard of an array).
+    ``review``: stacks not installed here do not stop the plan; each prepared point's stack lists
+    what is unresolved (`commstack plan` of another machine's campaign; nothing is launched).
     """
     points = [p for p in expand(matrix) if select(p)]
     resolved: Dict[str, ResolvedStack] = {}
@@ -83,7 +86,8 @@ def prepare(matrix: Matrix, machine: Optional[Machine] = None,
     for name in sorted({p.get("stack") for p in points}):
         stack = matrix.stacks[name]
         try:
-            resolved[name] = resolve(stack, machine_launcher(machine, stack.flavour, allocation))
+            resolved[name] = resolve(stack, machine_launcher(machine, stack.flavour, allocation),
+                                     review)
         except StackError as exc:
             if not stack.optional:
                 raise
@@ -94,17 +98,22 @@ def prepare(matrix: Matrix, machine: Optional[Machine] = None,
         if name in missing:
             plan.skipped.append((point, missing[name]))
             continue
+        stack = resolved[name]
+        known = len(stack.unresolved)  # the stack's own; a point adds its executables' below
         try:
-            command = _command(point, matrix, resolved[name], machine, allocation)
-            extra = flavours.get(resolved[name].flavour).evidence_env(command.env)
-            evidence = _command(_with_env_params(point, extra), matrix, resolved[name], machine,
+            command = _command(point, matrix, stack, machine, allocation)
+            extra = flavours.get(stack.flavour).evidence_env(command.env)
+            evidence = _command(_with_env_params(point, extra), matrix, stack, machine,
                                 allocation) if extra else None
         except StackError as exc:
             if not matrix.stacks[name].optional:
                 raise
             plan.skipped.append((point, str(exc)))
             continue
-        plan.points.append(PreparedPoint(point, resolved[name], command, evidence))
+        finally:
+            unresolved = list(dict.fromkeys(stack.unresolved))
+            del stack.unresolved[known:]
+        plan.points.append(PreparedPoint(point, stack, command, evidence, unresolved))
     return plan
 
 

@@ -17,6 +17,10 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--machine", default=None, help="machine name (default: the plan's folder)")
     p.add_argument("--out", type=Path, default=Path("results"), help="results root")
     p.add_argument("--campaign", default=None, help="campaign name (default: the plan's)")
+    p.add_argument("--node-type", default=None, metavar="NAME",
+                   help="tune on this node type of machine.yaml (e.g. nps1, nps2 on "
+                        "bm-optimized3-36; default: the plan's base.node_type, else the "
+                        "machine's default); the campaign is <campaign>-<NAME>")
     p.add_argument("--local", action="store_true", help="mpirun on this node even in Slurm")
     p.add_argument("--compare-reference", type=Path, default=None, metavar="CSV",
                    help="a reference decisions CSV (see --import-reference) to compare with")
@@ -47,11 +51,19 @@ def execute(args: argparse.Namespace) -> int:
 
     plan = load_plan(args.plan)
     machine_name = args.machine or plan.path.resolve().parent.name
-    machine = find_machine(machine_name, plan.path.parent)
+    node_type = args.node_type or plan.base.get("node_type")
+    if node_type:
+        plan.base["node_type"] = node_type  # the step matrices carry it (--constraint etc.)
+    machine = find_machine(machine_name, plan.path.parent, node_type)
     allocation = None if args.local else Allocation.from_environment()
-    root = args.out / machine_name / (args.campaign or plan.campaign)
+
+    def campaign_root(kind: str | None) -> Path:
+        name = args.campaign or plan.campaign
+        return args.out / machine_name / (f"{name}-{kind}" if kind else name)
+
+    root = campaign_root(node_type)
     try:
-        results = run_plan(plan, root, machine, allocation)
+        results = run_plan(plan, root, machine, allocation, elsewhere=campaign_root)
     except TuneInterrupted as exc:
         print(f"commstack tune: {exc}")
         return 130
@@ -59,12 +71,17 @@ def execute(args: argparse.Namespace) -> int:
     bench = registry.get(plan.base["benchmark"])
     failed = 0
     for res in results:
-        summary = export.write_case_files(res, bench, names, plan.defaults, plan.decision.noise)
+        summary = export.write_case_files(res, bench, names, res.defaults or plan.defaults,
+                                          plan.decision.noise)
         slower = summary["verify"]["slower_beyond_noise"]
         failed += bool(slower)
         print(f"{res.directory}/tuned: " + ", ".join(f"{k}={v}" for k, v in res.settings.items())
               + (f"  (slower than default beyond noise at {slower} bytes!)" if slower else ""))
     rows = export.decisions_table(results, names)
+    nps = (machine.node or {}).get("nps") if machine else None
+    if nps is not None:  # a machine fact (BIOS), the same for every case of this run
+        for row in rows:
+            row["nps"] = nps
     replace(root / "decisions.md", export.table_markdown(rows).encode())
     replace(root / "decisions.csv", export.table_csv(rows).encode())
     print(f"decisions: {root / 'decisions.md'}")

@@ -27,6 +27,10 @@ class ResolvedStack:
     launcher: str  # absolute path
     bin_dirs: List[str] = field(default_factory=list)
     lib_dirs: List[str] = field(default_factory=list)
+    # Review mode (`commstack plan` of a machine that is not this one): what could not be found
+    # here, instead of an error; paths are then where the stack says its files will be.
+    review: bool = False
+    unresolved: List[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -51,11 +55,16 @@ class ResolvedStack:
         found = shutil.which(executable, path=dirs)
         if not found:
             where = ", ".join(self.bin_dirs) or "PATH"
-            raise StackError(
-                f"stack {self.name!r}: benchmark executable {executable!r} not found in {where}; "
-                "build it (see README: Spack) or point the stack's `bin` at it"
-            )
+            why = (f"stack {self.name!r}: benchmark executable {executable!r} not found in {where}; "
+                   "build it (see README: Spack) or point the stack's `bin` at it")
+            if not self.review:
+                raise StackError(why)
+            self._unresolved(why)
+            return os.path.join(self.bin_dirs[0], executable) if self.bin_dirs else executable
         return found
+
+    def _unresolved(self, why: str) -> None:
+        self.unresolved.append(why)
 
     def prepends(self) -> Dict[str, List[str]]:
         """Directories to put in front of PATH and LD_LIBRARY_PATH."""
@@ -81,37 +90,48 @@ def apply_env(base: "Mapping[str, str]", env: Dict[str, str],
     return full
 
 
-def resolve(stack: Stack, machine_launcher: Optional[str] = None) -> ResolvedStack:
+def resolve(stack: Stack, machine_launcher: Optional[str] = None, review: bool = False
+            ) -> ResolvedStack:
     """Find the stack's directories and launcher: the stack's own `launcher`, else the machine's
-    (launchers.<flavour>.command, for launches on this node), else the flavour's default."""
+    (launchers.<flavour>.command, for launches on this node), else the flavour's default.
+
+    ``review``: nothing missing is an error; it is listed in ``unresolved`` and the paths are
+    those the stack names (a view's bin/ and lib/), for a plan of another machine's campaign."""
+    problems: List[str] = []
+
+    def missing(why: str) -> None:
+        if not review:
+            raise StackError(f"stack {stack.name!r}: {why}")
+        problems.append(f"stack {stack.name!r}: {why}")
+
     if stack.unresolved:
-        raise StackError(f"stack {stack.name!r}: {stack.unresolved}")
+        missing(stack.unresolved)
     bin_dirs: List[str] = []
     lib_dirs: List[str] = []
     for folder in stack.bin.split(os.pathsep) if stack.bin else []:
-        _must_exist(stack, "bin", folder)
+        if not os.path.isdir(folder):
+            missing(f"bin {folder} is not a directory")
         bin_dirs.append(folder)
     if stack.root:
-        _must_exist(stack, "view" if stack.view else "prefix", stack.root)
         root = Path(stack.root)
-        if (root / "bin").is_dir():
+        if not root.is_dir():
+            if not stack.unresolved:
+                missing(f"{'view' if stack.view else 'prefix'} {stack.root} is not a directory")
             bin_dirs.append(str(root / "bin"))
-        for lib in ("lib", "lib64"):
-            if (root / lib).is_dir():
-                lib_dirs.append(str(root / lib))
+            lib_dirs.append(str(root / "lib"))
+        else:
+            if (root / "bin").is_dir():
+                bin_dirs.append(str(root / "bin"))
+            for lib in ("lib", "lib64"):
+                if (root / lib).is_dir():
+                    lib_dirs.append(str(root / lib))
     launcher = stack.launcher or machine_launcher or default_launcher(stack)
     path = os.pathsep.join(bin_dirs + [os.environ.get("PATH", "")])
     found = launcher if os.sep in launcher and os.access(launcher, os.X_OK) else shutil.which(
         launcher, path=path
     )
     if not found:
-        raise StackError(
-            f"stack {stack.name!r}: launcher {launcher!r} not found in "
-            f"{', '.join(bin_dirs) or 'the stack'} or PATH"
-        )
-    return ResolvedStack(stack, os.path.abspath(found), bin_dirs, lib_dirs)
-
-
-def _must_exist(stack: Stack, key: str, path: Optional[str]) -> None:
-    if path and not os.path.isdir(path):
-        raise StackError(f"stack {stack.name!r}: {key} {path} is not a directory")
+        missing(f"launcher {launcher!r} not found in {', '.join(bin_dirs) or 'the stack'} or PATH")
+        found = launcher
+    return ResolvedStack(stack, os.path.abspath(found) if os.sep in found else found, bin_dirs,
+                         lib_dirs, review, problems)

@@ -31,6 +31,22 @@ steps:
 decision: {noise: range, min_gain: 0.0}
 ```
 
+Per-case steps and values (the Oracle study: plans/bm-optimized3-36/oci-study.yaml):
+
+```yaml
+case_values:               # a value a step writes as {rndv_intra}, looked up per case
+  rndv_intra:
+    - {ranks_per_node: 8, benchmarks: Alltoall, value: 32kb}
+steps:
+  - name: rndv-mapping
+    when: {nodes: 1}       # only for the cases that match (a value or a list of values)
+    ...
+  - name: tls-rndv
+    node_type: nps1        # measured on this node type only; a run on another node type
+    ...                    # takes the decision from that node type's campaign
+    product: {UCX_RNDV_THRESH: ["intra:auto,inter:auto", "intra:{rndv_intra},inter:4kb"]}
+```
+
 A named setting the stack cannot run (``hcoll`` without HCOLL) is skipped before the step runs
 (see commstack.tune.capable); the records keep ``component: ucc`` and the parameters it set.
 """
@@ -38,6 +54,7 @@ A named setting the stack cannot run (``hcoll`` without HCOLL) is skipped before
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -49,7 +66,10 @@ from commstack.matrix import parameters as P
 from commstack.matrix import settings as S
 from commstack.matrix.model import MatrixError
 
-BASE_KEYS = {"benchmark", "repeats", "timeout", "stacks", "parameters", "description"}
+BASE_KEYS = {"benchmark", "repeats", "timeout", "stacks", "parameters", "description",
+             "node_type"}
+STEP_KEYS = ("name", "product", "zip", "per", "multi_node_only", "when", "node_type")
+TEMPLATE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass
@@ -59,6 +79,8 @@ class Step:
     zip: List[Dict[str, List[Any]]] = field(default_factory=list)
     per: Optional[str] = None
     multi_node_only: bool = False
+    when: Dict[str, Any] = field(default_factory=dict)  # case key: a value or a list of values
+    node_type: Optional[str] = None  # measured on this node type only (machine.yaml node_types)
 
     @property
     def axes(self) -> List[str]:
@@ -97,10 +119,58 @@ class TunePlan:
     steps: List[Step]
     decision: Decision
     settings: S.Settings = field(default_factory=dict)
+    case_values: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
 
     def case_list(self) -> List[Dict[str, Any]]:
         names = list(self.cases)
         return [dict(zip(names, combo)) for combo in itertools.product(*self.cases.values())]
+
+    def case_value(self, case: Dict[str, Any], name: str) -> Any:
+        """The ``case_values.<name>`` entry whose keys match the case (exactly one)."""
+        found = [e["value"] for e in self.case_values.get(name, [])
+                 if _matches({k: v for k, v in e.items() if k != "value"}, case)]
+        if len(found) != 1:
+            raise MatrixError(f"{self.path}: case_values.{name}: {len(found)} entries match the "
+                              f"case {_case_text(case)} (exactly one must)")
+        return found[0]
+
+    def applies(self, step: Step, case: Dict[str, Any]) -> bool:
+        """Whether the step runs for this case (``when``, ``multi_node_only``)."""
+        nodes = int(case.get("nodes", (self.base.get("parameters") or {}).get("nodes", 1)))
+        return not (step.multi_node_only and nodes <= 1) and _matches(step.when, case)
+
+    def fill(self, value: Any, case: Dict[str, Any]) -> Any:
+        """``value`` with every ``{name}`` replaced by the case's ``case_values.<name>``."""
+        if not isinstance(value, str) or not TEMPLATE.search(value):
+            return value
+        whole = TEMPLATE.fullmatch(value)
+        if whole:  # "{name}" alone takes the value as it is (a number stays a number)
+            return self.case_value(case, whole.group(1))
+        return TEMPLATE.sub(lambda m: str(self.case_value(case, m.group(1))), value)
+
+    def candidates(self, step: Step, case: Dict[str, Any]) -> List[Dict[str, Any]]:
+        """The step's candidates for this case, every ``{name}`` replaced by its case value."""
+        return [{k: self.fill(v, case) for k, v in cand.items()} for cand in step.candidates()]
+
+    def defaults_for(self, case: Dict[str, Any]) -> Dict[str, Any]:
+        """The untuned configuration of this case (``defaults`` and ``base.parameters`` may use
+        ``{name}`` too)."""
+        return {k: self.fill(v, case) for k, v in self.defaults.items()}
+
+    def steps_for(self, case: Dict[str, Any]) -> List[Step]:
+        return [step for step in self.steps if self.applies(step, case)]
+
+
+def _matches(when: Dict[str, Any], case: Dict[str, Any]) -> bool:
+    for key, want in when.items():
+        allowed = want if isinstance(want, list) else [want]
+        if case.get(key) not in allowed:
+            return False
+    return True
+
+
+def _case_text(case: Dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in case.items()) or "(no cases)"
 
 
 def load_plan(path: Path) -> TunePlan:
@@ -112,10 +182,10 @@ def load_plan(path: Path) -> TunePlan:
     if not isinstance(data, dict):
         raise MatrixError(f"{path}: expected a mapping at the top level")
     unknown = set(data) - {"campaign", "base", "cases", "defaults", "steps", "decision",
-                           "settings"}
+                           "settings", "case_values"}
     if unknown:
         raise MatrixError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; expected campaign, "
-                          "base, cases, settings, defaults, steps, decision")
+                          "base, cases, settings, case_values, defaults, steps, decision")
     base = data.get("base") or {}
     if set(base) - BASE_KEYS:
         raise MatrixError(f"{path}: base: unknown key(s) {', '.join(sorted(set(base) - BASE_KEYS))}"
@@ -124,12 +194,15 @@ def load_plan(path: Path) -> TunePlan:
         raise MatrixError(f"{path}: base: needs `benchmark` and `stacks`")
     steps = []
     for i, raw in enumerate(data.get("steps") or []):
-        extra = set(raw) - {"name", "product", "zip", "per", "multi_node_only"}
+        extra = set(raw) - set(STEP_KEYS)
         if extra or "name" not in raw:
-            raise MatrixError(f"{path}: steps[{i}]: needs `name`; allowed keys: name, product, zip, "
-                              f"per, multi_node_only (got {', '.join(sorted(raw))})")
+            raise MatrixError(f"{path}: steps[{i}]: needs `name`; allowed keys: "
+                              f"{', '.join(STEP_KEYS)} (got {', '.join(sorted(raw))})")
+        if not isinstance(raw.get("when") or {}, dict):
+            raise MatrixError(f"{path}: steps[{i}].when: expected a mapping of case keys to values")
         step = Step(raw["name"], dict(raw.get("product") or {}), list(raw.get("zip") or []),
-                    raw.get("per"), bool(raw.get("multi_node_only", False)))
+                    raw.get("per"), bool(raw.get("multi_node_only", False)),
+                    dict(raw.get("when") or {}), raw.get("node_type"))
         if not step.axes:
             raise MatrixError(f"{path}: steps[{i}] ({step.name}): no axes to tune")
         if step.per and step.per not in step.axes:
@@ -143,8 +216,15 @@ def load_plan(path: Path) -> TunePlan:
         raise MatrixError(f"{path}: settings: expected a mapping of axes to named settings")
     settings = {str(axis): {str(n): dict(p or {}) for n, p in named.items()}
                 if isinstance(named, dict) else named for axis, named in settings.items()}
+    case_values = data.get("case_values") or {}
+    if not isinstance(case_values, dict) or not all(
+            isinstance(e, list) and all(isinstance(x, dict) and "value" in x for x in e)
+            for e in case_values.values()):
+        raise MatrixError(f"{path}: case_values: expected name: [{{<case key>: <value>, ..., "
+                          "value: <value>}}, ...]")
     plan = TunePlan(path, data.get("campaign", path.stem), base, dict(data.get("cases") or {}),
-                    dict(data.get("defaults") or {}), steps, decision, settings)
+                    dict(data.get("defaults") or {}), steps, decision, settings,
+                    {str(k): list(v) for k, v in case_values.items()})
     bench = registry.get(base["benchmark"])
     try:
         S.check(settings, bench)
@@ -162,7 +242,40 @@ def load_plan(path: Path) -> TunePlan:
             if name in plan.cases:
                 raise MatrixError(f"{path}: {step.name}.{name}: already a `cases` dimension")
     _check_setting_values(plan)
+    _check_case_steps(plan)
     return plan
+
+
+def _check_case_steps(plan: TunePlan) -> None:
+    """Every `when` key is a case dimension, step names are unique, and every case a step
+    applies to has exactly one value for each {name} the step uses."""
+    names = [s.name for s in plan.steps]
+    if len(set(names)) != len(names):
+        raise MatrixError(f"{plan.path}: steps: a name is used twice ({', '.join(names)})")
+    for step in plan.steps:
+        for key in step.when:
+            if key not in plan.cases:
+                raise MatrixError(f"{plan.path}: steps.{step.name}.when.{key}: not a `cases` "
+                                  f"dimension ({', '.join(plan.cases) or 'none'})")
+        used = {m.group(1) for cand in step.candidates() for v in cand.values()
+                if isinstance(v, str) for m in TEMPLATE.finditer(v)}
+        for name in sorted(used - set(plan.case_values)):
+            raise MatrixError(f"{plan.path}: steps.{step.name}: {{{name}}} names no case_values "
+                              f"entry ({', '.join(plan.case_values) or 'none declared'})")
+        if used:
+            for case in plan.case_list():
+                if plan.applies(step, case):
+                    plan.candidates(step, case)
+    fixed = list(plan.defaults.values()) + list((plan.base.get("parameters") or {}).values())
+    used = {m.group(1) for v in fixed if isinstance(v, str) for m in TEMPLATE.finditer(v)}
+    for name in sorted(used - set(plan.case_values)):
+        raise MatrixError(f"{plan.path}: defaults/base.parameters: {{{name}}} names no "
+                          "case_values entry "
+                          f"({', '.join(plan.case_values) or 'none declared'})")
+    if used:
+        for case in plan.case_list():
+            for value in fixed:
+                plan.fill(value, case)
 
 
 def _check_setting_values(plan: TunePlan) -> None:

@@ -51,6 +51,7 @@ class CaseResult:
     directory: Path
     runs: int
     launched: Dict[str, Any] = field(default_factory=dict)  # settings with named ones expanded
+    defaults: Dict[str, Any] = field(default_factory=dict)  # the case's untuned configuration
 
 
 def case_slug(case: Dict[str, Any]) -> str:
@@ -70,30 +71,63 @@ def tuned_parameters(plan: TunePlan) -> List[str]:
 
 
 def run_plan(plan: TunePlan, root: Path, machine: Optional[Machine], allocation: Optional[Allocation],
-             log: Callable[[str], None] = print) -> List[CaseResult]:
+             log: Callable[[str], None] = print,
+             elsewhere: Optional[Callable[[str], Path]] = None) -> List[CaseResult]:
+    """``elsewhere(node_type)``: the campaign of this plan on another node type, where a step
+    declared ``node_type: <that one>`` was measured (its decision is taken from there)."""
     missing = [n for n in tuned_parameters(plan) if n not in plan.defaults]
     if missing:
         raise MatrixError(f"{plan.path}: defaults: no default for {', '.join(missing)} (the "
                           "untuned value is the incumbent every candidate must beat)")
-    return [run_case(plan, case, root / case_slug(case), machine, allocation, log)
+    return [run_case(plan, case, root / case_slug(case), machine, allocation, log, elsewhere)
             for case in plan.case_list()]
 
 
+def measured_elsewhere(step: Step, machine: Optional[Machine]) -> Optional[str]:
+    """The node type a step is measured on when it is not this machine's node type; None when
+    the step runs here (no ``node_type``, the same one, or a machine with one kind of node)."""
+    if step.node_type is None or machine is None or not machine.node_types:
+        return None
+    if step.node_type not in machine.node_types:
+        raise MatrixError(f"step {step.name}: node_type {step.node_type!r} is not a node type of "
+                          f"{machine.name} ({', '.join(machine.node_types)})")
+    return None if step.node_type == machine.node_type else step.node_type
+
+
+def _decision_from(step: Step, node_type: str, case: Dict[str, Any], directory: Path,
+                   elsewhere: Optional[Callable[[str], Path]]) -> dict:
+    if elsewhere is None:
+        raise MatrixError(f"{directory.name}: step {step.name} is measured on node type "
+                          f"{node_type!r} only, and no campaign of it is known")
+    source = elsewhere(node_type) / directory.name / step.name / "decision.json"
+    if not source.exists():
+        raise MatrixError(f"{directory.name}: step {step.name} is measured on node type "
+                          f"{node_type!r} only; tune there first (--node-type {node_type}): "
+                          f"{source} does not exist yet")
+    decision = dict(read_json(source))
+    decision.update({"measured_on": node_type, "from": str(source)})
+    return decision
+
+
 def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Optional[Machine],
-             allocation: Optional[Allocation], log: Callable[[str], None]) -> CaseResult:
-    settings = dict(plan.defaults)
+             allocation: Optional[Allocation], log: Callable[[str], None],
+             elsewhere: Optional[Callable[[str], Path]] = None) -> CaseResult:
+    defaults = plan.defaults_for(case)
+    settings = dict(defaults)
     done_steps: List[dict] = []
     runs = 0
     for index, step in enumerate(plan.steps, start=1):
-        if step.multi_node_only and int(case.get("nodes", plan.base.get("parameters", {})
-                                                 .get("nodes", 1))) <= 1:
+        if not plan.applies(step, case):
             continue
         step_dir = directory / step.name
         decision_file = step_dir / "decision.json"
-        if decision_file.exists():
+        other = measured_elsewhere(step, machine)
+        if other is not None:
+            decision = _decision_from(step, other, case, directory, elsewhere)
+        elif decision_file.exists():
             decision = read_json(decision_file)
         else:
-            candidates = step.candidates()
+            candidates = plan.candidates(step, case)
             incumbent = {ax: settings[ax] for ax in step.axes}
             if incumbent not in candidates:
                 candidates.append(incumbent)
@@ -111,11 +145,12 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
             write_new_json(decision_file, decision)
         log(f"{directory.name}: step {step.name}: "
             + ("keeps " if not decision["changed"] else "chooses ")
-            + ", ".join(f"{k}={v}" for k, v in decision["winner"].items()))
+            + ", ".join(f"{k}={v}" for k, v in decision["winner"].items())
+            + (f" (measured on {other}: {decision['from']})" if other else ""))
         settings.update(decision["winner"])
         done_steps.append(decision)
     names = tuned_parameters(plan)
-    default = {n: plan.defaults[n] for n in names}
+    default = {n: defaults[n] for n in names}
     tuned = {n: settings[n] for n in names}
     verify_dir = directory / "verify"
     pair = [default, tuned] if tuned != default else [default]
@@ -127,7 +162,7 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
     runs += _sweep(plan, case, settings, names, pair, verify_dir, machine, allocation, log,
                    _study(plan, case, "verify", len(plan.steps) + 1, default), runnable.block)
     return CaseResult(case, tuned, done_steps, directory, runs,
-                      S.apply(tuned, runnable.block) if runnable.block else dict(tuned))
+                      S.apply(tuned, runnable.block) if runnable.block else dict(tuned), default)
 
 
 @dataclass
@@ -218,7 +253,7 @@ def _matrix_text(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any],
                  axes: List[str], candidates: List[Dict[str, Any]],
                  block: Optional[S.Settings] = None) -> str:
     base = {k: v for k, v in plan.base.items() if k != "parameters"}
-    parameters = dict(plan.base.get("parameters") or {})
+    parameters = {k: plan.fill(v, case) for k, v in (plan.base.get("parameters") or {}).items()}
     parameters.update(case)
     parameters.update({k: v for k, v in settings.items() if k not in axes})
     data = dict(base, parameters=parameters)
@@ -235,7 +270,7 @@ def _study(plan: TunePlan, case: Dict[str, Any], step: str, index: int,
     reports show the study's sections only for such campaigns, with this incumbent as the
     default every candidate must beat beyond noise, by this rule."""
     return {"plan": str(plan.path), "case": case, "step": step, "index": index,
-            "steps": [s.name for s in plan.steps], "axes": list(incumbent),
+            "steps": [s.name for s in plan.steps_for(case)], "axes": list(incumbent),
             "incumbent": incumbent,
             "decision": {"noise": plan.decision.noise, "min_gain": plan.decision.min_gain,
                          "allow_losses": plan.decision.allow_losses}}
