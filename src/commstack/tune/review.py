@@ -29,12 +29,10 @@ def step_sweeps(plan: TunePlan) -> Iterator[StepSweep]:
     if missing:
         raise MatrixError(f"{plan.path}: defaults: no default for {', '.join(missing)}")
     for case in plan.case_list():
-        nodes = int(case.get("nodes", (plan.base.get("parameters") or {}).get("nodes", 1)))
-        for step in plan.steps:
-            if step.multi_node_only and nodes <= 1:
-                continue
-            candidates = step.candidates()
-            incumbent = {axis: plan.defaults[axis] for axis in step.axes}
+        defaults = plan.defaults_for(case)
+        for step in plan.steps_for(case):
+            candidates = plan.candidates(step, case)
+            incumbent = {axis: defaults[axis] for axis in step.axes}
             if incumbent not in candidates:
                 candidates.append(incumbent)
             fixed = {k: v for k, v in plan.defaults.items() if k not in step.axes}
@@ -43,6 +41,6 @@ def step_sweeps(plan: TunePlan) -> Iterator[StepSweep]:
                            if any(str(r.get(axis)) == name for r in rows)}
                     for axis, named in plan.settings.items()}
             used = {axis: named for axis, named in used.items() if named}
-            text = _matrix_text(plan, case, dict(plan.defaults), step.axes, candidates, used)
+            text = _matrix_text(plan, case, dict(defaults), step.axes, candidates, used)
             where = plan.path.parent / case_slug(case) / step.name / "matrix.yaml"
             yield StepSweep(case, step.name, list(step.axes), matrix_from_text(where, text))
