@@ -447,7 +447,8 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
                 except ParseError as exc:
                     status, error = "parse-error", str(exc)
             err_text = stderr.read_text(errors="replace")
-            if status == "crash" and allocation is not None and allocation_lost(err_text):
+            if status == "crash" and allocation is not None and allocation_lost(
+                    err_text, allocation.job_id):
                 # Not the point's failure: the allocation ended (scancel, time limit). Rerun it.
                 status = "interrupted"
                 notes.append("the Slurm allocation ended under this run")

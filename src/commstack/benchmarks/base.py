@@ -97,6 +97,9 @@ class Benchmark:
     figures: Tuple[FigureOfMerit, ...] = ()
     # Row keys that tell the result rows of one run apart (besides the point).
     row_keys: Tuple[str, ...] = ()
+    # A rehearsal's version of a point's options (`commstack rehearse`): the same options, with
+    # sizes, iterations and decompositions cut down for `ranks` processes on the test cluster.
+    scale_down: Optional[Callable[[Dict[str, Any], int], Dict[str, Any]]] = None
 
     def argv(self, params: Mapping[str, Any]) -> List[str]:
         """Benchmark argv (executable first) for the option parameters in ``params``."""
@@ -121,6 +124,23 @@ class Benchmark:
     def metric_of(self, row: Mapping[str, object]) -> Optional[FigureOfMerit]:
         """The first figure of merit with a number in ``row``."""
         return next((f for f in self.figures if isinstance(row.get(f.key), (int, float))), None)
+
+
+def capped(params: Dict[str, Any], name: str, most: float) -> None:
+    """``params[name]`` lowered to ``most`` (a number option; absent or smaller: unchanged)."""
+    if name in params:
+        value = params[name]
+        number = float(value)
+        if number > most:
+            params[name] = int(most) if float(most).is_integer() else most
+        elif isinstance(value, str):
+            params[name] = int(number) if number.is_integer() else number
+
+
+def triple(value: Any) -> List[int]:
+    """'4 1 1' or [4, 1, 1] -> [4, 1, 1]."""
+    parts = value.split() if isinstance(value, str) else list(value)
+    return [int(x) for x in parts]
 
 
 def _truthy(value: Any) -> bool:

@@ -23,9 +23,17 @@ instead of the percentile throughputs. Published Betzy tables show ``mean (s)`` 
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from commstack.benchmarks.base import Benchmark, FigureOfMerit, Option, Output, ParseError
+from commstack.benchmarks.base import (
+    Benchmark,
+    FigureOfMerit,
+    Option,
+    Output,
+    ParseError,
+    capped,
+    triple,
+)
 from commstack.benchmarks.text import strip_launcher_prefix
 
 # Statistic label as printed -> row key.
@@ -176,8 +184,32 @@ OPTIONS: Dict[str, Option] = {
     "node_local": Option("--node-local", "flag", "ghex_comm: node-local transport"),
 }
 
+# hwcart levels below the node: a rehearsal keeps the node level only, over all its ranks.
+_SUB_NODE_LEVELS = ("socket", "numa", "l3", "core", "hwthread")
+
+
+def scale_down(params: Dict[str, Any], ranks: int) -> Dict[str, Any]:
+    """A rehearsal's cartex: 16^3 points per rank, 10 exchanges, and the same kind of
+    decomposition (hwcart levels or --MPICart) over the rehearsal's ranks, as a 1-D grid."""
+    out = dict(params)
+    if "domain" in out:
+        out["domain"] = " ".join(str(min(n, 16)) for n in triple(out["domain"]))
+    if "global_domain" in out:
+        out["global_domain"] = " ".join(str(min(n, 16 * ranks)) for n in triple(out["global_domain"]))
+    capped(out, "nrep", 10)
+    capped(out, "time", 2)
+    if "node" in out:
+        out["node"] = f"{ranks} 1 1"
+        for level in _SUB_NODE_LEVELS:
+            out.pop(level, None)
+    if "mpicart" in out:
+        out["mpicart"] = f"{ranks} 1 1"
+    return out
+
+
 BENCHMARKS = [
     # cartex builds one executable per runtime: pick it with the `executable` parameter.
     # One row per run: no row keys.
-    Benchmark("cartex", "benchmark_mpi_comm", FORMAT, parse_cartex, OPTIONS, figures=(MEAN_S,)),
+    Benchmark("cartex", "benchmark_mpi_comm", FORMAT, parse_cartex, OPTIONS, figures=(MEAN_S,),
+              scale_down=scale_down),
 ]

@@ -22,9 +22,9 @@ latency, as IMB-RMA's Unidir tables), ``bytes``, ``repetitions``; plus ``section
 from __future__ import annotations
 
 import re
-from typing import Dict, List
+from typing import Any, Dict, List
 
-from commstack.benchmarks.base import Benchmark, Option, Output, ParseError
+from commstack.benchmarks.base import Benchmark, Option, Output, ParseError, capped
 from commstack.benchmarks.imb import MBYTES_PER_S, T_US
 from commstack.benchmarks.text import strip_launcher_prefix
 
@@ -117,9 +117,20 @@ OPTIONS: Dict[str, Option] = {
     "sections": Option("", "trailing", "test sections: A (latency, testsmall), B (bandwidth)"),
 }
 
+
+
+def scale_down(params: Dict[str, Any], ranks: int) -> Dict[str, Any]:
+    """A rehearsal's test: up to 64 KiB transfers, 100 iterations, a 64 MB segment."""
+    out = dict(params)
+    capped(out, "iters", 100)
+    capped(out, "maxsz", 65536)
+    capped(out, "segsz", 64)
+    return out
+
+
 # A gasnet stack runs <executable>-<conduit>, e.g. testlarge-ibv.
 BENCHMARKS = [
     Benchmark(f"gasnet-{program}", program, FORMAT, parse_gasnet, OPTIONS,
-              figures=FIGURES, row_keys=ROW_KEYS)
+              figures=FIGURES, row_keys=ROW_KEYS, scale_down=scale_down)
     for program in ("testlarge", "testsmall")
 ]

@@ -30,9 +30,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from commstack.benchmarks.base import Benchmark, FigureOfMerit, Option, Output, ParseError
+from commstack.benchmarks.base import (
+    Benchmark,
+    FigureOfMerit,
+    Option,
+    Output,
+    ParseError,
+    capped,
+)
 from commstack.benchmarks.text import INTEL_MPI_STARTUP, column_keys, strip_launcher_prefix
 
 # ----------------------------------------------------------------------------------------------
@@ -432,8 +439,29 @@ OPTIONS: Dict[str, Option] = {
 FATAL_NOTES = ("Invalid benchmark name",)
 
 
+# A rehearsal's IMB: messages up to 2^REHEARSAL_MSGLOG bytes, a few iterations and seconds.
+REHEARSAL_MSGLOG = 10
+
+
+def scale_down(params: Dict[str, Any], ranks: int) -> Dict[str, Any]:
+    out = dict(params)
+    if "msglog" in out:
+        bounds = [min(int(x), REHEARSAL_MSGLOG) for x in str(out["msglog"]).split(":")]
+        out["msglog"] = ":".join(map(str, bounds))
+    if "msgsize" in out:
+        sizes = [int(x) for x in str(out["msgsize"]).split(",")]
+        out["msgsize"] = ",".join(str(x) for x in sizes if x <= 2 ** REHEARSAL_MSGLOG) or str(
+            min(sizes))
+    capped(out, "iter", 20)
+    capped(out, "time", 2)
+    capped(out, "mem", 0.5)
+    capped(out, "npmin", ranks)
+    return out
+
+
 def _benchmark(name: str, executable: str) -> Benchmark:
-    return Benchmark(name, executable, FORMAT, parse_imb, OPTIONS, FATAL_NOTES, FIGURES, ROW_KEYS)
+    return Benchmark(name, executable, FORMAT, parse_imb, OPTIONS, FATAL_NOTES, FIGURES, ROW_KEYS,
+                     scale_down)
 
 
 BENCHMARKS = [

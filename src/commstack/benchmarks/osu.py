@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
-from commstack.benchmarks.base import Benchmark, Option, Output, ParseError
+from commstack.benchmarks.base import Benchmark, Option, Output, ParseError, capped
 from commstack.benchmarks.imb import MBYTES_PER_S, T_AVG_US, T_OVRL_US, T_PURE_US, T_US
 from commstack.benchmarks.text import INTEL_MPI_STARTUP, column_keys, strip_launcher_prefix
 
@@ -217,6 +217,21 @@ OPTIONS: Dict[str, Option] = {
     "datatype": Option("-T", help="mpi_char|mpi_int|mpi_float (one per run; not 'all')"),
 }
 
+
+
+def scale_down(params: Dict[str, Any], ranks: int) -> Dict[str, Any]:
+    """A rehearsal's test: messages up to 64 KiB, 100 timed and 10 warm-up iterations."""
+    out = dict(params)
+    if "message_size" in out:
+        bounds = [min(int(x), 65536) for x in str(out["message_size"]).split(":")]
+        out["message_size"] = ":".join(map(str, bounds))
+    capped(out, "iterations", 100)
+    capped(out, "warmup", 10)
+    capped(out, "num_pairs", max(1, ranks // 2))
+    return out
+
+
 BENCHMARKS = [
-    Benchmark("osu", "osu_latency", FORMAT, parse_osu, OPTIONS, figures=FIGURES, row_keys=ROW_KEYS),
+    Benchmark("osu", "osu_latency", FORMAT, parse_osu, OPTIONS, figures=FIGURES, row_keys=ROW_KEYS,
+              scale_down=scale_down),
 ]

@@ -8,7 +8,20 @@ from types import ModuleType
 from typing import List, Optional
 
 from commstack import __version__
-from commstack.cli import compare, import_, machine, mirror, parse, plan, report, run, status, submit, tune
+from commstack.cli import (
+    compare,
+    import_,
+    machine,
+    mirror,
+    parse,
+    plan,
+    rehearse,
+    report,
+    run,
+    status,
+    submit,
+    tune,
+)
 
 COMMANDS = {"plan": plan, "run": run, "parse": parse, "report": report, "status": status,
             "submit": submit, "mirror": mirror}
@@ -16,6 +29,7 @@ COMMANDS["import"] = import_
 COMMANDS["compare"] = compare
 COMMANDS["tune"] = tune
 COMMANDS["machine"] = machine
+COMMANDS["rehearse"] = rehearse
 
 EXIT_STATUS = """\
 exit status:

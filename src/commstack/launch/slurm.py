@@ -221,9 +221,24 @@ _ALLOCATION_GONE = re.compile(
     r"\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED AT", re.I)
 
 
-def allocation_lost(stderr_text: str) -> bool:
-    """srun failed because the allocation no longer exists (cancelled, timed out, revoked)."""
-    return bool(_ALLOCATION_GONE.search(stderr_text))
+def allocation_lost(stderr_text: str, job_id: Optional[str] = None) -> bool:
+    """srun failed because the allocation no longer exists (cancelled, timed out, revoked).
+
+    A step srun cancels itself (--kill-on-bad-exit after a task failed) prints the same
+    "STEP ... CANCELLED" line, so with ``job_id`` the queue decides: a job still running has
+    not lost its allocation, and the failure is the point's own."""
+    if not _ALLOCATION_GONE.search(stderr_text):
+        return False
+    return job_id is None or not _still_running(job_id)
+
+
+def _still_running(job_id: str) -> bool:
+    try:
+        out = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True,
+                             text=True, timeout=30).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "RUNNING" in out
 
 
 _LAUNCH = re.compile(r"launching StepId=(\d+)\.(\d+) on host (\S+?),", re.M)

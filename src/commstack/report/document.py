@@ -19,6 +19,7 @@ from commstack.aggregate import aggregate
 from commstack.errors import CampaignError
 from commstack.markdown_table import table
 from commstack.report.plots import plot_section
+from commstack.report.rehearsal_banner import banner
 from commstack.report.repeats import how_repeats_were_taken
 from commstack.report.studies import STUDIES, Context, Study
 from commstack.report.tables import (
@@ -59,6 +60,7 @@ def write_report(campaign_root: Path, others: Sequence[Path] = ()) -> Path:
     studies = [s for s in STUDIES if s.applies(context)]
 
     lines: List[str] = [f"# {campaign.name} ({campaign.machine})", ""]
+    lines += banner(campaign.root)
     lines += _overview(campaign, records)
     lines += _studies([s for s in studies if s.before_tables], context)
     swept = context.swept

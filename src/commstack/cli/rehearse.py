@@ -1,0 +1,129 @@
+"""Rehearse another machine's matrix or tuning plan on the local Slurm test cluster, at small
+scale, before its allocation is spent.
+
+Node counts are capped to the cluster, ranks per node to its cores, sizes and iterations cut down
+(each benchmark family's `scale_down`), one repeat; every stack runs as its local counterpart
+(site-configs/slurm-ci/counterparts.yaml). Each point shape runs as a real srun step, is parsed,
+and the report is written in the study's layout under a banner saying it is a rehearsal. Results:
+<out>/slurm-ci/rehearse-<machine>-<name>/ (rehearsal.yaml and rehearsal.json say what changed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import yaml
+
+from commstack.errors import CampaignError
+from commstack.rehearsal import build
+from commstack.rehearsal.scale import Budget
+from commstack.store.campaign import Campaign
+
+MACHINE = "slurm-ci"
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sources", type=Path, nargs="+", metavar="SOURCE",
+                   help="matrices/<machine>/<name>.yaml or plans/<machine>/<name>.yaml; several "
+                        "matrices are reported together (the GASNet-EX paper's figure)")
+    p.add_argument("--out", type=Path, default=Path("results"), help="results root")
+    p.add_argument("--time", default="30", help="salloc time limit in minutes (default 30)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="write the rehearsal's matrix or plan and print its points; run nothing")
+
+
+def execute(args: argparse.Namespace) -> int:
+    missing = [str(s) for s in args.sources if not s.is_file()]
+    if missing:
+        raise CampaignError(f"no such matrix or plan: {', '.join(missing)}")
+    roots: List[Path] = []
+    status = 0
+    for source in args.sources:
+        root, code = _rehearse(source, args)
+        roots.append(root)
+        status = max(status, code)
+    if args.dry_run:
+        return status
+    failed = 0
+    for root in roots:
+        others = [r for r in roots if r != root and (r / "campaign.json").is_file()]
+        for report in _reports(root, others, _environment(args.sources[0])):
+            print(f"rehearsal report: {report}")
+        failed += _failed_runs(root)
+    print(f"rehearsal: {failed} failed runs in {len(roots)} campaign(s) under "
+          f"{args.out / MACHINE}")
+    if status not in (0, 3) and not failed:
+        return status
+    return 3 if failed else 0
+
+
+def _rehearse(source: Path, args: argparse.Namespace) -> Tuple[Path, int]:
+    """Write one source's rehearsal and run it (or print its plan); its root and exit status."""
+    kind = "plan" if "steps" in (yaml.safe_load(source.read_text()) or {}) else "matrix"
+    make = build.plan_rehearsal if kind == "plan" else build.matrix_rehearsal
+    rehearsal = make(source, Budget())
+    name = rehearsal.data["campaign"]
+    root = args.out / MACHINE / name
+    target = build.write(rehearsal, root)
+    for note in rehearsal.notes:
+        print(f"rehearsal {name}: {note}")
+    common = ["--machine", MACHINE, "--out", str(args.out), "--campaign", name]
+    env = _environment(source)
+    if args.dry_run:
+        return root, subprocess.run([sys.executable, "-m", "commstack", "plan", str(target),
+                                     *common, "--review"], env=env).returncode
+    command = [sys.executable, "-m", "commstack", "tune" if kind == "plan" else "run",
+               str(target), *common]
+    if not os.environ.get("SLURM_JOB_ID"):
+        command = ["salloc", f"--nodes={rehearsal.nodes}", "--exclusive", f"--time={args.time}",
+                   *command]
+    print("rehearsal: " + " ".join(command), flush=True)
+    return root, subprocess.run(command, env=env).returncode
+
+
+def _environment(source: Path) -> Dict[str, str]:
+    """The caller's environment, with the source checkout's environments/ for `spack: {env:
+    local}` stacks wherever --out lies."""
+    env = dict(os.environ)
+    for folder in source.resolve().parents:
+        if (folder / "environments" / "local" / "spack.yaml").is_file():
+            env.setdefault("COMMSTACK_ENVIRONMENTS", str(folder / "environments"))
+            break
+    return env
+
+
+def _campaigns(root: Path) -> List[Path]:
+    """The rehearsal's campaigns: the root itself, or each step of a tuning plan."""
+    if (root / "campaign.json").is_file():
+        return [root]
+    return sorted(p.parent for p in root.glob("*/*/campaign.json"))
+
+
+def _reports(root: Path, others: List[Path], env: Dict[str, str]) -> List[Path]:
+    written = []
+    for campaign in _campaigns(root):
+        if not any(Campaign(campaign).records()):
+            continue
+        joined = [arg for other in others for arg in ("--with", str(other))]
+        proc = subprocess.run([sys.executable, "-m", "commstack", "report", str(campaign),
+                               *joined], env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"rehearsal: report of {campaign} failed: {proc.stderr.strip()}", file=sys.stderr)
+            continue
+        written.append(campaign / "report" / "report.md")
+    return written
+
+
+def _failed_runs(root: Path) -> int:
+    failed = 0
+    for campaign in _campaigns(root):
+        latest: Dict[tuple, str] = {}
+        for record in Campaign(campaign).records():
+            latest[(record.point_id, record.repeat)] = record.status
+        failed += sum(status != "ok" for status in latest.values())
+    return failed

@@ -1,0 +1,38 @@
+"""One point cut down to the test cluster: nodes, ranks per node and CPUs per rank within what
+it has, then the benchmark family's own `scale_down` (sizes, iterations, decompositions)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Dict
+
+from commstack.benchmarks.base import Benchmark
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one rehearsal point may use: the cluster's nodes and cores per node
+    (tests/cluster/slurm-up.sh: N=3 nodes, each with this machine's cores)."""
+
+    nodes: int = 3
+    cores_per_node: int = len(os.sched_getaffinity(0))
+
+
+def scale_point(params: Dict[str, Any], benchmark: Benchmark, budget: Budget,
+                node_local: bool = False) -> Dict[str, Any]:
+    """``params`` for the cluster. ``node_local``: the local stack runs on one node only (GASNet-EX
+    smp-conduit), so the point's ranks go onto one node."""
+    out = dict(params)
+    nodes = int(out.get("nodes", 1))
+    per_node = int(out.get("ranks_per_node", 2))
+    if node_local:
+        per_node, nodes = nodes * per_node, 1
+    out["nodes"] = min(nodes, budget.nodes)
+    out["ranks_per_node"] = max(1, min(per_node, budget.cores_per_node))
+    if "cpus_per_task" in out:
+        out["cpus_per_task"] = max(1, min(int(out["cpus_per_task"]),
+                                          budget.cores_per_node // out["ranks_per_node"]))
+    if benchmark.scale_down:
+        out = benchmark.scale_down(out, out["nodes"] * out["ranks_per_node"])
+    return out

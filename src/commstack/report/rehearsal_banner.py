@@ -1,0 +1,31 @@
+"""The banner over a rehearsal's report: whose campaign it stands for, at what scale, and every
+substitution made (`commstack rehearse` writes rehearsal.json at the rehearsal's root)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+# A tuning rehearsal's step campaigns lie two levels below the file.
+LEVELS = 3
+
+
+def rehearsal_file(campaign_root: Path) -> Optional[Path]:
+    for folder in [campaign_root, *campaign_root.parents][:LEVELS]:
+        if (folder / "rehearsal.json").is_file():
+            return folder / "rehearsal.json"
+    return None
+
+
+def banner(campaign_root: Path) -> List[str]:
+    path = rehearsal_file(campaign_root)
+    if path is None:
+        return []
+    info = json.loads(path.read_text())
+    lines = [f"> **Rehearsal, not a measurement of {info['machine']}.** `{Path(info['source']).name}` "
+             "run at small scale on the local Slurm test cluster (nodes, ranks, sizes and "
+             "iterations cut down; local stacks for the machine's). Its numbers show that every "
+             "point shape runs and parses; they say nothing about the machine.", ">"]
+    lines += [f"> - {note}" for note in info.get("notes", [])]
+    return lines + [""]
