@@ -127,14 +127,19 @@ class Benchmark:
 
 
 def capped(params: Dict[str, Any], name: str, most: float) -> None:
-    """``params[name]`` lowered to ``most`` (a number option; absent or smaller: unchanged)."""
-    if name in params:
-        value = params[name]
-        number = float(value)
-        if number > most:
-            params[name] = int(most) if float(most).is_integer() else most
-        elif isinstance(value, str):
-            params[name] = int(number) if number.is_integer() else number
+    """``params[name]`` lowered to ``most`` (a number option, possibly with a unit letter as
+    in IMB's ``-mem 2.3G``, which stays; absent or smaller: unchanged)."""
+    if name not in params:
+        return
+    text = str(params[name])
+    unit = text[-1] if text[-1:].isalpha() else ""
+    number = float(text[:-1] if unit else text)
+    if number > most:
+        params[name] = f"{_plain(most)}{unit}" if unit else _plain(most)
+
+
+def _plain(number: float) -> "int | float":
+    return int(number) if float(number).is_integer() else number
 
 
 def triple(value: Any) -> List[int]:

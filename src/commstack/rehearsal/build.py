@@ -9,6 +9,7 @@ its steps and decision rule; its cases and base parameters are cut down the same
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -19,7 +20,7 @@ from commstack import flavours
 from commstack.benchmarks import registry
 from commstack.matrix.expand import expand
 from commstack.matrix.load import load_matrix
-from commstack.matrix.model import Point
+from commstack.matrix.model import MatrixError, Point
 from commstack.rehearsal.counterparts import DROP, Counterpart, Counterparts
 from commstack.rehearsal.scale import Budget, scale_point
 
@@ -73,7 +74,11 @@ def matrix_rehearsal(path: Path, budget: Budget, table: Optional[Counterparts] =
                                                                params["executable"])
         scaled = scale_point(params, benchmark, budget, _node_local(counterpart))
         row = _named_again(scaled, owner, dict(point.params), settings)
-        rid = Point(benchmark.name, tuple(sorted(row.items()))).id
+        expanded = dict(row)  # as the matrix expands it: named settings' parameters added
+        for axis in settings:
+            if axis in row:
+                expanded.update(settings[axis][row[axis]])
+        rid = Point(benchmark.name, tuple(sorted(expanded.items()))).id
         rows.setdefault(rid, row)
         sources.setdefault(rid, []).append(point.id)
     data = {k: v for k, v in raw.items() if k not in _REPLACED}
@@ -90,7 +95,13 @@ def matrix_rehearsal(path: Path, budget: Budget, table: Optional[Counterparts] =
 
 
 def plan_rehearsal(path: Path, budget: Budget, table: Optional[Counterparts] = None) -> Rehearsal:
+    """The plan with its cases cut down (node and rank counts capped, duplicates merged) and
+    every base parameter resolved per case, cut down and written back as a per-case value where
+    cases differ; steps and defaults keep their values, hardware names replaced."""
+    from commstack.tune.plan import load_plan
+
     table = table or Counterparts.load()
+    plan = load_plan(path)
     raw = yaml.safe_load(path.read_text())
     base = dict(raw["base"])
     benchmark = registry.get(base["benchmark"])
@@ -100,31 +111,70 @@ def plan_rehearsal(path: Path, budget: Budget, table: Optional[Counterparts] = N
     base["repeats"] = 1
     base["timeout"] = min(float(base.get("timeout", REHEARSAL_TIMEOUT_S)), REHEARSAL_TIMEOUT_S)
     node_local = any(_node_local(c) for c in local.values())
+    parameters = dict(raw["base"].get("parameters") or {})
+    users = _template_users(raw)
+    scaled_cases: Dict[str, Dict[str, Any]] = {}  # scaled case (as JSON) -> scaled parameters
+    case_values: Dict[str, List[Dict[str, Any]]] = {}
+    for case in plan.case_list() or [{}]:
+        resolved = {k: plan.fill(v, case) for k, v in parameters.items()}
+        full = _runtime_values(dict(resolved, **case), table, notes)
+        scaled = scale_point(full, benchmark, budget, node_local)
+        small = {k: scaled.get(k, v) for k, v in case.items()}
+        key = json.dumps(small, sort_keys=True, default=str)
+        if key in scaled_cases:
+            continue
+        scaled_cases[key] = {k: v for k, v in scaled.items() if k not in case}
+        for name in plan.case_values:
+            try:
+                value = plan.case_value(case, name)
+            except MatrixError:
+                continue  # no entry for this case: the plan does not use it here
+            if name in users:
+                value = _one(users[name], value, table, notes)
+            case_values.setdefault(name, []).append(dict(small, value=value))
     cases = dict(raw.get("cases") or {})
-    for key in ("nodes", "ranks_per_node"):
-        if key in cases:
-            scaled = [scale_point({"nodes": 1, "ranks_per_node": 1, key: v}, _plain(benchmark),
-                                  budget, node_local)[key] for v in cases[key]]
-            cases[key] = list(dict.fromkeys(scaled))
-    parameters = _runtime_values(dict(base.get("parameters") or {}), table, notes)
-    smallest = {"nodes": min(cases.get("nodes", [parameters.get("nodes", 1)])),
-                "ranks_per_node": min(cases.get("ranks_per_node",
-                                                [parameters.get("ranks_per_node", 2)]))}
-    scaled = scale_point(dict(parameters, **smallest), benchmark, budget, node_local)
-    base["parameters"] = {k: v for k, v in scaled.items()
-                          if k in parameters or k not in smallest}
+    for key in cases:
+        cases[key] = list(dict.fromkeys(json.loads(k)[key] for k in scaled_cases))
+    base["parameters"] = {}
+    for name in dict.fromkeys(k for params in scaled_cases.values() for k in params):
+        values = [params.get(name) for params in scaled_cases.values()]
+        if all(v == values[0] for v in values):
+            base["parameters"][name] = values[0]
+            continue
+        template = f"rehearsal_{name}"
+        case_values[template] = [dict(json.loads(k), value=params.get(name))
+                                 for k, params in scaled_cases.items()]
+        base["parameters"][name] = "{" + template + "}"
     data = dict(raw, base=base, campaign=f"rehearse-{machine_of(path)}-{path.stem}")
     if cases:
         data["cases"] = cases
+    if case_values:
+        data["case_values"] = case_values
     data["defaults"] = _runtime_values(dict(raw.get("defaults") or {}), table, notes)
     data["steps"] = [_step(step, table, notes) for step in raw.get("steps") or []]
     if raw.get("settings"):
         data["settings"] = {axis: {name: _runtime_values(dict(values or {}), table, notes)
                                    for name, values in named.items()}
                             for axis, named in raw["settings"].items()}
-    notes.append("one repeat per point: the steps' decisions show the shapes run, not findings")
-    nodes = max([int(n) for n in cases.get("nodes", [base["parameters"].get("nodes", 1)])])
+    notes.append(f"{len(scaled_cases)} rehearsal cases for the plan's {len(plan.case_list())}; "
+                 "one repeat per point: the steps' decisions show the shapes run, not findings")
+    nodes = max(int(json.loads(k).get("nodes", params.get("nodes", 1)))
+                for k, params in scaled_cases.items())
     return Rehearsal(path, machine_of(path), "plan", data, notes, {}, nodes)
+
+
+def _template_users(raw: Dict[str, Any]) -> Dict[str, str]:
+    """case_values name -> the variable whose values use it ({name}), for value mapping."""
+    users: Dict[str, str] = {}
+    pairs = list((raw.get("defaults") or {}).items())
+    pairs += list(((raw.get("base") or {}).get("parameters") or {}).items())
+    for step in raw.get("steps") or []:
+        pairs += [(k, v) for k, vs in (step.get("product") or {}).items() for v in vs]
+        pairs += [(k, v) for group in step.get("zip") or [] for k, vs in group.items() for v in vs]
+    for variable, value in pairs:
+        for name in re.findall(r"\{(\w+)\}", str(value)):
+            users.setdefault(name, variable)
+    return users
 
 
 def write(rehearsal: Rehearsal, root: Path) -> Path:

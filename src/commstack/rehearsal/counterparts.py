@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -54,6 +55,9 @@ class Counterparts:
         if table is None:
             return DROP
         text = str(value)
+        if "pattern" in table:  # a rewrite of the value's syntax
+            match = re.fullmatch(table["pattern"], text)
+            return match.expand(table["to"]) if match else value
         if text in table:
             return table[text]
         tokens = [table.get(t, t) for t in text.split(",")]
