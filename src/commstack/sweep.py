@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import json
 import signal
 import sys
@@ -41,6 +40,7 @@ from commstack.matrix.expand import expand
 from commstack.matrix.model import Matrix, Point
 from commstack.matrix.parameters import matrix_name
 from commstack.placement.check import CONTRADICTS, MISMATCH_STATUS, record_placement
+from commstack.progress import Progress
 from commstack.store import campaign as store
 from commstack.store.campaign import Campaign
 from commstack.store.files import write_new, write_new_json
@@ -224,7 +224,7 @@ def run_sweep(
             if only_repeat is not None else
             [(repeat, prepared) for repeat in range(1, matrix.repeats + 1)
              for prepared in plan.points])
-    counter = itertools.count(1)
+    progress = Progress(len(work), max(1, parallel))
     evidence: Dict[str, Optional[Dict[str, object]]] = {}  # point id -> its evidence run's reading
     evidence_lock = threading.Lock()
 
@@ -236,6 +236,7 @@ def run_sweep(
         if timeout is None:
             if campaign.state(pid, repeat) not in (store.DONE, store.FAILED):
                 result.deferred += 1
+            progress.skipped()
             return
         if runner.STOP.is_set():
             return
@@ -243,6 +244,7 @@ def run_sweep(
         if attempt is None:
             result.skipped_done += state == store.DONE
             result.failed += state == store.FAILED
+            progress.skipped()
             return
         used = None
         if prepared.evidence is not None:
@@ -256,7 +258,8 @@ def run_sweep(
                           checked.unchecked.get(pid, {}), used)
         result.ran += 1
         status = record.status
-        log(f"[{next(counter)}] rep {repeat} {pid} {_label(prepared.point)}: {status}"
+        done = progress.ran(status == "ok", record.duration_s or 0.0)
+        log(f"[{done}] rep {repeat} {pid} {_label(prepared.point)}: {status}"
             f" ({record.duration_s or 0:.1f}s)")
         if status == "interrupted":
             result.interrupted = True

@@ -56,7 +56,8 @@ def execute(args: argparse.Namespace) -> int:
             print(f"rehearsal report: {report}")
         failed += _failed_runs(root)
     print(f"rehearsal: {failed} failed runs in {len(roots)} campaign(s) under "
-          f"{args.out / MACHINE}")
+          f"{args.out / MACHINE}" + (f"; a run stopped with exit status {status}"
+                                      if status not in (0, 3) else ""))
     if status not in (0, 3) and not failed:
         return status
     return 3 if failed else 0
