@@ -24,7 +24,7 @@ from commstack.tune.plan import load_plan
 from tests.conftest import REPO
 from tests.sweeps import commstack, records
 
-BUDGET = Budget(nodes=3, cores_per_node=2)
+BUDGET = Budget(nodes=3, cores=2)
 ALLCORES = REPO / "matrices" / "betzy" / "allcores.yaml"
 OCI = REPO / "plans" / "bm-optimized3-36" / "oci-study.yaml"
 PERLMUTTER_IMB = sorted(p for p in (REPO / "matrices" / "perlmutter").glob("*.yaml")
@@ -68,7 +68,8 @@ def test_betzy_allcores_keeps_every_point_shape(tmp_path):
         for axis, named in matrix.settings.items():
             params.update(named.get(str(params.get(axis)), {}) or {})
         ranks = params["nodes"] * params["ranks_per_node"]
-        assert params["nodes"] <= BUDGET.nodes and params["ranks_per_node"] <= BUDGET.cores_per_node
+        assert params["nodes"] <= BUDGET.nodes
+        assert params["ranks_per_node"] == BUDGET.ranks_per_node(params["nodes"])
         grid = params.get("node") or params.get("mpicart")
         assert math.prod(int(x) for x in str(grid).split()) == ranks
         assert not {"socket", "numa", "l3", "core"} & set(params)
@@ -85,7 +86,7 @@ def test_the_oci_plan_is_cut_down_case_by_case(tmp_path):
     path = write(rehearsal, tmp_path / "r")
     plan = load_plan(path)
     cases = plan.case_list()
-    assert {(c["nodes"], c["ranks_per_node"]) for c in cases} == {(1, 2), (2, 2), (3, 2)}
+    assert {(c["nodes"], c["ranks_per_node"]) for c in cases} == {(1, 2), (2, 1), (3, 1)}
     assert len(cases) == 9
     for case in cases:
         params = {k: plan.fill(v, case) for k, v in plan.base["parameters"].items()}
@@ -99,7 +100,7 @@ def test_the_oci_plan_is_cut_down_case_by_case(tmp_path):
     review = commstack("plan", str(path), "--machine", "slurm-ci", "--review", "--json")
     assert review.returncode == 0, review.stderr
     objects = [json.loads(line) for line in review.stdout.splitlines()]
-    assert objects and all(o["nodes"] <= 3 and o["ranks_per_node"] <= 2 for o in objects)
+    assert objects and all(o["nodes"] <= 3 and o["ranks"] <= max(2, o["nodes"]) for o in objects)
 
 
 def _rehearse(tmp_path: Path, *sources: Path):

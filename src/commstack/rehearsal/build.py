@@ -8,6 +8,7 @@ its steps and decision rule; its cases and base parameters are cut down the same
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -135,6 +136,10 @@ def plan_rehearsal(path: Path, budget: Budget, table: Optional[Counterparts] = N
     cases = dict(raw.get("cases") or {})
     for key in cases:
         cases[key] = list(dict.fromkeys(json.loads(k)[key] for k in scaled_cases))
+    # Capping each dimension alone makes combinations no source case has (1 node x 1 rank).
+    kept = [json.loads(k) for k in scaled_cases]
+    exclude = [dict(zip(cases, combo)) for combo in itertools.product(*cases.values())
+               if dict(zip(cases, combo)) not in kept]
     base["parameters"] = {}
     for name in dict.fromkeys(k for params in scaled_cases.values() for k in params):
         values = [params.get(name) for params in scaled_cases.values()]
@@ -148,6 +153,8 @@ def plan_rehearsal(path: Path, budget: Budget, table: Optional[Counterparts] = N
     data = dict(raw, base=base, campaign=f"rehearse-{machine_of(path)}-{path.stem}")
     if cases:
         data["cases"] = cases
+    if exclude:
+        data["exclude_cases"] = exclude
     if case_values:
         data["case_values"] = case_values
     data["defaults"] = _runtime_values(dict(raw.get("defaults") or {}), table, notes)

@@ -120,10 +120,14 @@ class TunePlan:
     decision: Decision
     settings: S.Settings = field(default_factory=dict)
     case_values: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
+    # Combinations of `cases` not to tune, as a matrix's `exclude` (each entry: case keys).
+    exclude_cases: List[Dict[str, Any]] = field(default_factory=list)
 
     def case_list(self) -> List[Dict[str, Any]]:
         names = list(self.cases)
-        return [dict(zip(names, combo)) for combo in itertools.product(*self.cases.values())]
+        return [case for case in (dict(zip(names, combo))
+                                  for combo in itertools.product(*self.cases.values()))
+                if not any(_matches(entry, case) for entry in self.exclude_cases)]
 
     def case_value(self, case: Dict[str, Any], name: str) -> Any:
         """The ``case_values.<name>`` entry whose keys match the case (exactly one)."""
@@ -181,11 +185,16 @@ def load_plan(path: Path) -> TunePlan:
         raise MatrixError(f"{path}: cannot read tuning plan: {exc}") from None
     if not isinstance(data, dict):
         raise MatrixError(f"{path}: expected a mapping at the top level")
-    unknown = set(data) - {"campaign", "base", "cases", "defaults", "steps", "decision",
-                           "settings", "case_values"}
+    unknown = set(data) - {"campaign", "base", "cases", "exclude_cases", "defaults", "steps",
+                           "decision", "settings", "case_values"}
     if unknown:
         raise MatrixError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; expected campaign, "
-                          "base, cases, settings, case_values, defaults, steps, decision")
+                          "base, cases, exclude_cases, settings, case_values, defaults, steps, "
+                          "decision")
+    exclude = data.get("exclude_cases") or []
+    if not isinstance(exclude, list) or not all(isinstance(e, dict) and e for e in exclude):
+        raise MatrixError(f"{path}: exclude_cases: expected a list of mappings of case keys to "
+                          "values, e.g. [{nodes: 1, ranks_per_node: 1}]")
     base = data.get("base") or {}
     if set(base) - BASE_KEYS:
         raise MatrixError(f"{path}: base: unknown key(s) {', '.join(sorted(set(base) - BASE_KEYS))}"
@@ -224,7 +233,13 @@ def load_plan(path: Path) -> TunePlan:
                           "value: <value>}}, ...]")
     plan = TunePlan(path, data.get("campaign", path.stem), base, dict(data.get("cases") or {}),
                     dict(data.get("defaults") or {}), steps, decision, settings,
-                    {str(k): list(v) for k, v in case_values.items()})
+                    {str(k): list(v) for k, v in case_values.items()},
+                    [dict(e) for e in exclude])
+    for entry in plan.exclude_cases:
+        for key in entry:
+            if key not in plan.cases:
+                raise MatrixError(f"{path}: exclude_cases: {key!r} is not a `cases` dimension "
+                                  f"({', '.join(plan.cases) or 'none'})")
     bench = registry.get(base["benchmark"])
     try:
         S.check(settings, bench)
