@@ -54,7 +54,12 @@ _HYDRA_LINE = re.compile(r"^\[mpiexec@[^\]]*\]")
 _HYDRA_BINDING = re.compile(r"^process \d+ binding: [01 ]+$")
 _BAD_TERMINATION = re.compile(r"BAD TERMINATION|YOUR APPLICATION TERMINATED")
 
-_BANNER = re.compile(r"^#\s+Intel\(R\) MPI Benchmarks (?P<version>.+?), (?P<suite>\S+) part")
+# "Intel(R) MPI Benchmarks 2021.11, MPI-1 part" (2019 on); "Intel (R) MPI Benchmarks 2018, MPI-1 part"
+# (4.0 to 2018, also the IMB of Mellanox OFED / HPC-X); "Intel (R) MPI Benchmark Suite V3.2, MPI-1 part"
+# (2.3 to 3.2); "PALLAS MPI Benchmark Suite V2.2, ..." (IMB's predecessor). IMB-IO 2021 prints "partn".
+_BANNER = re.compile(r"^#\s+(?:Intel\s?\(R\)|PALLAS) MPI Benchmarks?(?: Suite)? (?P<version>.+?), "
+                     r"(?P<suite>\S+) part")
+_SUITE_VERSION = re.compile(r"^V(?=\d)")  # "V3.2" -> "3.2"
 _SEPARATOR = re.compile(r"^#-+$")
 _BENCHMARKING = re.compile(r"^# Benchmarking (?P<multi>Multi-)?(?P<name>\S+)")
 _PROCESSES = re.compile(r"^# #processes = (?P<np>\d+)(?: \(threads: (?P<threads>\d+)\))?")
@@ -140,15 +145,29 @@ def _clean_lines(text: str, notes: List[str]) -> List[_Line]:
 # ----------------------------------------------------------------------------------------------
 
 
-def _find_banner(lines: List[_Line]) -> Tuple[int, str, str]:
-    """Return (index of the banner line, version, suite)."""
+def _find_banner(lines: List[_Line]) -> Optional[Tuple[int, str, str]]:
+    """Return (index of the banner line, version, suite), or None without a banner."""
     for index, line in enumerate(lines):
         match = _BANNER.match(line.text)
         if match:
-            return index, match.group("version").strip(), match.group("suite")
+            version = _SUITE_VERSION.sub("", match.group("version").strip())
+            return index, version, match.group("suite")
+    return None
+
+
+def _no_banner_error(lines: List[_Line]) -> ParseError:
+    """The error for output with neither a banner nor a table."""
     said = [line.text for line in lines if _ERROR_LINE.match(line.text)]
     hint = f" (program said: {said[0]!r})" if said else ""
-    raise ParseError(f"no IMB banner ('Intel(R) MPI Benchmarks ..., ... part') found{hint}")
+    return ParseError(f"no IMB banner ('Intel(R) MPI Benchmarks ..., ... part') found{hint}")
+
+
+def _dedent(text: str) -> str:
+    """Remove the indentation common to every non-blank line (output pasted into documentation)."""
+    lines = text.splitlines()
+    indents = [len(line) - len(line.lstrip(" \t")) for line in lines if line.strip()]
+    cut = min(indents, default=0)
+    return "\n".join(line[cut:] for line in lines) if cut else text
 
 
 def _calling_sequence(lines: List[_Line]) -> str:
@@ -291,7 +310,23 @@ def _read_rows(lines: List[_Line], index: int, table: _Table) -> int:
     return index
 
 
-def _start_table(lines: List[_Line], index: int, suite: str, multi: Optional[int]) -> Optional[_Table]:
+_HEADER_FIRST = ("#bytes", "#repetitions")
+
+
+def _start_bare_table(lines: List[_Line], index: int, suite: Optional[str], multi: Optional[int],
+                      notes: List[str]) -> Optional[_Table]:
+    """If lines[index] is a column header outside any section (a table pasted without its
+    '# Benchmarking' lines), return a table whose benchmark and process count are unknown."""
+    tokens = lines[index].text.split()
+    if not tokens or tokens[0] not in _HEADER_FIRST or not all(t in _COLUMNS for t in tokens):
+        return None
+    notes.append(f"line {lines[index].number}: table without its '# Benchmarking' header: "
+                 "benchmark and process count not printed")
+    context = {"suite": suite, "benchmark": None, "multi": multi, "np": None, "mode": None}
+    return _Table(start=lines[index].number, context=context)
+
+
+def _start_table(lines: List[_Line], index: int, suite: Optional[str], multi: Optional[int]) -> Optional[_Table]:
     """If lines[index] is a separator followed by '# Benchmarking X', return a new table."""
     if not _SEPARATOR.match(lines[index].text) or index + 1 >= len(lines):
         return None
@@ -318,8 +353,9 @@ def _note_for(text: str) -> Optional[str]:
     return None
 
 
-def _check_complete(tables: List[_Table], finalized: bool, suite: str, lines: List[_Line]) -> None:
-    """Raise ParseError if the run was cut off."""
+def _check_complete(tables: List[_Table], finalized: bool, suite: Optional[str], lines: List[_Line],
+                    notes: List[str], bannered: bool = True) -> None:
+    """Raise ParseError if the run was cut off (without a banner: note a missing Finalize line)."""
     last = tables[-1] if tables else None
     last_text = next((line for line in reversed(lines) if line.text), None)
     if last_text is not None and _SEPARATOR.match(last_text.text):
@@ -332,6 +368,9 @@ def _check_complete(tables: List[_Table], finalized: bool, suite: str, lines: Li
             raise ParseError("IMB-MT output has no table")
         if not last.closed:
             raise ParseError(f"{last.describe()} is cut off (no blank line after its last row)", lines[-1].number)
+        return
+    if not finalized and not bannered:
+        notes.append(f"no '{_FINALIZE}' line: cannot tell whether the output is complete")
         return
     if not finalized:
         where = f" in {last.describe()} after {len(last.rows)} rows" if last else ""
@@ -350,16 +389,24 @@ def parse_imb(text: str) -> Output:
     "int-overflow") and ``message`` (text of a special row). ``meta``: ``suite``, ``version``
     and ``calling_sequence`` (the command line IMB printed; "" for IMB-MT).
 
-    Raises :class:`ParseError` when the output is empty, has no banner, contains a launcher
-    BAD TERMINATION box, has a table cut off, or lacks the Finalize line (IMB-MT: when its last
-    table is incomplete).
+    Raises :class:`ParseError` when the output is empty, has neither a banner nor a table,
+    contains a launcher BAD TERMINATION box, has a table cut off, or lacks the Finalize line
+    (IMB-MT: when its last table is incomplete). Without a banner (a table pasted on its own) the
+    tables are read with ``suite`` and ``version`` None and notes say what was not printed (the
+    banner, a section's benchmark and process count, the Finalize line). Every banner spelling
+    from IMB 2.3 to 2021.x is read; a "V" before the version ("Suite V3.2") is dropped.
     """
     if not text.strip():
         raise ParseError("empty output (IMB prints nothing for some rejected arguments, e.g. -msglog 8:2)")
     notes: List[str] = []
-    lines = _clean_lines(text, notes)
-    banner, version, suite = _find_banner(lines)
-    for line in lines[:banner]:
+    lines = _clean_lines(_dedent(text), notes)
+    found = _find_banner(lines)
+    if found is None:
+        banner, version, suite = -1, None, None
+        notes.append("no IMB banner: IMB version and suite not printed")
+    else:
+        banner, version, suite = found
+    for line in lines[:max(banner, 0)]:
         if line.text and not _SEPARATOR.match(line.text):
             notes.append(f"line {line.number} before banner: {line.text}")
     calling = _calling_sequence(lines)
@@ -373,6 +420,13 @@ def parse_imb(text: str) -> Output:
     index = banner + 1
     while index < len(lines):
         table = _start_table(lines, index, suite, multi)
+        bare = None if table is not None else _start_bare_table(lines, index, suite, multi, notes)
+        if bare is not None:
+            bare.columns = _columns_from_header(lines[index], notes)
+            index = _read_rows(lines, index + 1, bare)
+            tables.append(bare)
+            output.rows.extend(bare.rows)
+            continue
         if table is not None:
             header = _read_section_header(lines, index + 1, table, multi)
             table.columns = _columns_from_header(lines[header], notes)
@@ -392,7 +446,9 @@ def parse_imb(text: str) -> Output:
             elif text and not text.startswith("#"):
                 notes.append(f"line {lines[index].number}: unrecognised: {text}")
         index += 1
-    _check_complete(tables, finalized, suite, lines)
+    if found is None and not tables:
+        raise _no_banner_error(lines)
+    _check_complete(tables, finalized, suite, lines, notes, bannered=found is not None)
     for table in tables[:-1]:
         if not table.rows:
             notes.append(f"{table.describe()} has no rows")
