@@ -13,7 +13,7 @@ import yaml
 
 from commstack import flavours
 from commstack.flavours import Placement
-from commstack.placement.cpu_map import CpuMap
+from commstack.placement.cpu_map import CpuMap, CpuMapError
 
 _SCHEMA = json.loads(Path(__file__).with_name("schema.json").read_text())
 # launchers.<flavour> and mapping.<m>.<flavour>: the flavour names are the flavour modules'.
@@ -31,6 +31,8 @@ class Machine:
     name: str
     path: Optional[Path]
     facts: Dict[str, Any] = field(default_factory=dict)
+    # The machine.yaml's own facts (its default node type) when these are another node type's.
+    default: Optional["Machine"] = field(default=None, repr=False, compare=False)
 
     @property
     def node(self) -> Dict[str, Any]:
@@ -57,9 +59,17 @@ class Machine:
         return None if args is None else [str(a) for a in args]
 
     def cpu_map(self, mapping: str) -> Optional[CpuMap]:
-        """mapping.<m>.cpu_map over the node's sockets and cores, or None when not declared."""
+        """mapping.<m>.cpu_map over this node type's sockets, NUMA domains and cores, or None
+        when not declared."""
         declared = self.placement(mapping).get("cpu_map")
-        return None if declared is None else CpuMap.from_facts(declared, self.node)
+        if declared is None:
+            return None
+        try:
+            return CpuMap.from_facts(declared, self.node)
+        except CpuMapError as exc:
+            where = f" (node type {self.node_type})" if self.node_type else ""
+            raise MachineError(f"{self.path or self.name}: mapping.{mapping}.cpu_map{where}: "
+                               f"{exc}") from None
 
     def flavour_placement(self, flavour: str, mapping: str) -> Optional[Placement]:
         """mapping.<m>.<flavour>: a list is its launcher's arguments; a mapping gives args and
@@ -78,28 +88,34 @@ class Machine:
 
     @property
     def node_types(self) -> List[str]:
-        """Every node type's name, the default first ([] when the machine declares none)."""
-        others = list(self.facts.get("node_types", {}))
-        return [self.node_type, *others] if self.node_type else others
+        """Every node type's name, the default first ([] when the machine declares none); the
+        same whichever node type these facts are."""
+        base = self.default or self
+        others = list(base.facts.get("node_types", {}))
+        return [base.node_type, *others] if base.node_type else others
 
     def with_node_type(self, name: Optional[str]) -> "Machine":
         """These facts for node type ``name``: its node, network and scheduler keys replace the
-        default's. None or the default's name: these facts unchanged."""
+        default's. None or this node type's name: these facts unchanged; the default's name: the
+        default's facts."""
         if name is None or name == self.node_type:
             return self
-        declared = self.facts.get("node_types", {})
+        base = self.default or self
+        if name == base.node_type:
+            return base
+        declared = base.facts.get("node_types", {})
         if name not in declared:
             known = ", ".join(self.node_types) or "none (it declares no node_types)"
             raise MachineError(f"{self.path or self.name}: no node type {name!r}; "
                                f"node types: {known}")
         chosen = declared[name]
-        facts = {**self.facts, "node_type": name, "node": dict(chosen["node"])}
+        facts = {**base.facts, "node_type": name, "node": dict(chosen["node"])}
         if "network" in chosen:
             facts["network"] = dict(chosen["network"])
-        facts["scheduler"] = {**self.scheduler, **chosen.get("scheduler", {})}
+        facts["scheduler"] = {**base.scheduler, **chosen.get("scheduler", {})}
         if chosen.get("description"):
             facts["description"] = chosen["description"]
-        return Machine(self.name, self.path, facts)
+        return Machine(self.name, self.path, facts, default=base)
 
     @property
     def network_env(self) -> Dict[str, str]:

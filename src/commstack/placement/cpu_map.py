@@ -2,13 +2,15 @@
 ``mapping.<m>.cpu_map``), for studies that define their mappings by CPU lists.
 
 Oracle's BM.Optimized3.36 study (oracle-japan/ocitutorials, tutorials/_hpc/benchmark/
-cpu-binding.md) binds k ranks per node with ``--cpu-bind=map_cpu:``: its block splits the ranks
-evenly over the sockets, consecutive ranks in one socket from its first core (k=4: 0,1,18,19);
-its cyclic (``--cpu-bind=cores`` with Slurm's default block:cyclic) deals them round-robin over
-the sockets (0,18,1,19); one rank per node sits on the NIC's socket (map_cpu:18).
+cpu-binding.md; shared research oci_mapping.md) places k ranks per node by NUMA domain: its block
+splits the ranks evenly over the node's NUMA domains, consecutive ranks in one domain from its
+first core (NPS1, k=4: 0,1,18,19; NPS2, k=8: 0,1,9,10,18,19,27,28); its cyclic deals them
+round-robin over the domains (NPS1: 0,18,1,19,...; NPS2: 0,9,18,27,1,10,...); one rank per node
+sits on the NIC's socket (map_cpu:18).
 
-Cores are numbered socket by socket (socket s holds s*cores_per_socket ...), as Linux numbers
-the first hardware thread of each core; a rank's CPU is its core's first hardware thread.
+The domains are node.sockets x node.numa_per_socket, each of cores_per_socket / numa_per_socket
+cores, numbered domain by domain (domain d holds d*cores_per_domain ...), as Linux numbers the
+first hardware thread of each core; a rank's CPU is its core's first hardware thread.
 """
 
 from __future__ import annotations
@@ -25,22 +27,40 @@ class CpuMapError(ValueError):
 
 @dataclass(frozen=True)
 class CpuMap:
-    """How ranks are laid on a node's cores: ``order`` over ``sockets`` x ``cores_per_socket``;
-    ``one_rank``: the CPU of a single rank per node (None: the first core)."""
+    """How ranks are laid on a node's cores: ``order`` over ``sockets`` x ``numa_per_socket``
+    NUMA domains of ``cores_per_socket / numa_per_socket`` cores; ``one_rank``: the CPU of a
+    single rank per node (None: the first core)."""
 
     order: str
     sockets: int
     cores_per_socket: int
     one_rank: Optional[int] = None
+    numa_per_socket: int = 1
+
+    def __post_init__(self) -> None:
+        if self.order not in ORDERS:
+            raise CpuMapError(f"order {self.order!r} is not one of {', '.join(ORDERS)}")
+        if self.numa_per_socket < 1 or self.cores_per_socket % self.numa_per_socket:
+            raise CpuMapError(f"{self.cores_per_socket} cores per socket do not split into "
+                              f"{self.numa_per_socket} NUMA domains of equal size")
 
     @classmethod
     def from_facts(cls, declared: Dict[str, Any], node: Dict[str, Any]) -> "CpuMap":
         return cls(str(declared["order"]), int(node["sockets"]), int(node["cores_per_socket"]),
-                   declared.get("one_rank"))
+                   declared.get("one_rank"), int(node.get("numa_per_socket", 1)))
 
     @property
     def cores(self) -> int:
         return self.sockets * self.cores_per_socket
+
+    @property
+    def domains(self) -> int:
+        """NUMA domains per node."""
+        return self.sockets * self.numa_per_socket
+
+    @property
+    def cores_per_domain(self) -> int:
+        return self.cores_per_socket // self.numa_per_socket
 
     def cpus(self, ranks_per_node: int) -> Tuple[int, ...]:
         """The CPU of each rank on a node, by its index on the node."""
@@ -53,15 +73,15 @@ class CpuMap:
             if not 0 <= cpu < self.cores:
                 raise CpuMapError(f"one_rank: CPU {cpu} is not one of the node's {self.cores}")
             return (cpu,)
+        size = self.cores_per_domain
         if self.order == "cyclic":
-            return tuple((r % self.sockets) * self.cores_per_socket + r // self.sockets
-                         for r in range(k))
-        if k % self.sockets:
-            raise CpuMapError(f"block splits ranks evenly over the {self.sockets} sockets; "
-                              f"{k} ranks per node do not split evenly")
-        per_socket = k // self.sockets
-        return tuple(s * self.cores_per_socket + i
-                     for s in range(self.sockets) for i in range(per_socket))
+            return tuple((r % self.domains) * size + r // self.domains for r in range(k))
+        if k % self.domains:
+            raise CpuMapError(f"block splits ranks evenly over the {self.domains} NUMA domains "
+                              f"({self.sockets} sockets x {self.numa_per_socket}); {k} ranks per "
+                              "node do not split evenly")
+        per_domain = k // self.domains
+        return tuple(d * size + i for d in range(self.domains) for i in range(per_domain))
 
     def placeholders(self, ranks_per_node: int) -> Dict[str, str]:
         """What ``{cpus}`` (the list, comma-separated) and ``{ranks_per_socket}`` stand for in a

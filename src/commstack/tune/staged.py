@@ -88,6 +88,9 @@ def measured_elsewhere(step: Step, machine: Optional[Machine]) -> Optional[str]:
     the step runs here (no ``node_type``, the same one, or a machine with one kind of node)."""
     if step.node_type is None or machine is None or not machine.node_types:
         return None
+    if step.node_type not in machine.node_types:
+        raise MatrixError(f"step {step.name}: node_type {step.node_type!r} is not a node type of "
+                          f"{machine.name} ({', '.join(machine.node_types)})")
     return None if step.node_type == machine.node_type else step.node_type
 
 
