@@ -2,7 +2,7 @@
 
 No Spack needed: each lock (environments/<m>/spack.lock) is read as JSON and compared with what
 site-configs/<m>/machine.yaml declares (`os:` — the nodes' OS and glibc, with its source) and with
-the root specs environments/<m>/spack.yaml asks for. tests/site_lock.py makes such a lock.
+the root specs environments/<m>/spack.yaml asks for. scripts/site_lock.py makes such a lock.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def test_lock_carries_the_sites_os_and_glibc(machine: str) -> None:
     assert not wrong, (f"environments/{machine}/spack.lock is not solved for {declared['name']} "
                        f"({declared['spack_os']}, glibc {declared['glibc']}): "
                        f"{', '.join(sorted(set(wrong))[:8])}; run .venv/bin/python "
-                       f"tests/site_lock.py {machine}")
+                       f"scripts/site_lock.py {machine}")
 
 
 def test_a_lock_solved_on_this_host_is_caught() -> None:
@@ -141,5 +141,5 @@ def test_lock_roots_are_the_environments_specs(machine: str) -> None:
     assert locked == wanted, (
         f"environments/{machine}/spack.lock is stale: only in spack.yaml: "
         f"{sorted((wanted - locked).elements())}; only in the lock: "
-        f"{sorted((locked - wanted).elements())}; run .venv/bin/python tests/site_lock.py "
+        f"{sorted((locked - wanted).elements())}; run .venv/bin/python scripts/site_lock.py "
         f"{machine}")

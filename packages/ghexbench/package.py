@@ -62,8 +62,9 @@ class Ghexbench(CMakePackage):
     published results (benchmark_mpi_comm, benchmark_ghex_comm_mpi, benchmark_ghex_comm_ucx,
     benchmark_ghex_comm_xpmem_mpi, ...), with _<rma> only if not none, _<transport> only for
     ghex_comm and oomph_comm, and suffixes for the two settings that script left out of the
-    name. precision, evict_cache and pack_z do not change the name (upstream's results used
-    double; the default here is upstream's CMake default, float).
+    name. precision, evict_cache and pack_z do not change the name (the default here is
+    upstream's CMake default, float, which the published Betzy tables of 2021-02/03 used;
+    upstream's Betzy build switched to double on 2021-03-09).
     """
 
     homepage = "https://github.com/ghex-org/ghexbench"
