@@ -287,6 +287,8 @@ LOCAL_VIEWS = {
     "ompi-ghex-mpi": ["benchmark_ghex_comm_mpi"],
     "ompi-ghex-ucx": ["benchmark_ghex_comm_ucx"],
     "mpich": ["IMB-MPI1", "IMB-RMA", "benchmark_mpi_comm"],
+    # gasnet-tests per conduit, and gasnet's udp launcher (a run dependency)
+    "gasnet": ["testsmall-smp", "testlarge-smp", "testsmall-udp", "testlarge-udp", "amudprun"],
 }
 
 

@@ -1,5 +1,6 @@
 """Must show (environments): `spack -e environments/local install` offline from the mirror, then
-run_matrix.sh runs IMB and cartex for each local stack variant and writes a report."""
+run_matrix.sh runs IMB and cartex for each local stack variant and writes a report, and the
+gasnet view's GASNet-EX tests run over the smp conduit."""
 
 from __future__ import annotations
 
@@ -49,3 +50,13 @@ def test_every_local_stack_runs_and_reports(local_env, tmp_path, name, stacks):
             assert "environments/local/views" in rec["stack_info"]["root"]
     report = (root / "report" / "report.md").read_text()
     assert all(f"`{s}`" in report for s in stacks)
+
+
+def test_gasnet_view_runs_testsmall_over_smp(local_env):
+    """The in-place view's testsmall-smp forks 2 GASNet processes on this node and completes."""
+    exe = local_env / "views" / "gasnet" / "bin" / "testsmall-smp"
+    out = subprocess.run([str(exe), "10", "64"], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "GASNET_PSHM_NODES": "2"})
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "testsmall nprocs=2" in out.stdout and "CONDUIT=SMP" in out.stdout, out.stdout[:2000]
+    assert "64 byte" in out.stdout and out.stdout.rstrip().endswith("done."), out.stdout[-2000:]
