@@ -85,7 +85,7 @@ def _rehearse(source: Path, args: argparse.Namespace) -> Tuple[Path, int]:
                    *command]
     print("rehearsal: " + " ".join(command), flush=True)
     status = subprocess.run(command, env=env).returncode
-    if kind == "matrix" and _failed_runs(root):
+    if _failed_runs(root):
         # One more attempt of what failed (the first attempt's record stays): on the shared
         # 2-core cluster Debian's Open MPI now and then crashes in MPI_Init or MPI_Finalize;
         # what fails twice is the rehearsal's finding.

@@ -22,6 +22,8 @@ def register(p: argparse.ArgumentParser) -> None:
                         "bm-optimized3-36; default: the plan's base.node_type, else the "
                         "machine's default); the campaign is <campaign>-<NAME>")
     p.add_argument("--local", action="store_true", help="mpirun on this node even in Slurm")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="steps not decided yet run their failed runs again (a new attempt each)")
     p.add_argument("--compare-reference", type=Path, default=None, metavar="CSV",
                    help="a reference decisions CSV (see --import-reference) to compare with")
     p.add_argument("--import-reference", type=Path, default=None, metavar="CSV",
@@ -63,7 +65,8 @@ def execute(args: argparse.Namespace) -> int:
 
     root = campaign_root(node_type)
     try:
-        results = run_plan(plan, root, machine, allocation, elsewhere=campaign_root)
+        results = run_plan(plan, root, machine, allocation, elsewhere=campaign_root,
+                           retry_failed=args.retry_failed)
     except TuneInterrupted as exc:
         print(f"commstack tune: {exc}")
         return 130

@@ -72,14 +72,17 @@ def tuned_parameters(plan: TunePlan) -> List[str]:
 
 def run_plan(plan: TunePlan, root: Path, machine: Optional[Machine], allocation: Optional[Allocation],
              log: Callable[[str], None] = print,
-             elsewhere: Optional[Callable[[str], Path]] = None) -> List[CaseResult]:
+             elsewhere: Optional[Callable[[str], Path]] = None,
+             retry_failed: bool = False) -> List[CaseResult]:
     """``elsewhere(node_type)``: the campaign of this plan on another node type, where a step
-    declared ``node_type: <that one>`` was measured (its decision is taken from there)."""
+    declared ``node_type: <that one>`` was measured (its decision is taken from there).
+    ``retry_failed``: steps not decided yet run their failed runs again (a new attempt)."""
     missing = [n for n in tuned_parameters(plan) if n not in plan.defaults]
     if missing:
         raise MatrixError(f"{plan.path}: defaults: no default for {', '.join(missing)} (the "
                           "untuned value is the incumbent every candidate must beat)")
-    return [run_case(plan, case, root / case_slug(case), machine, allocation, log, elsewhere)
+    return [run_case(plan, case, root / case_slug(case), machine, allocation, log, elsewhere,
+                     retry_failed)
             for case in plan.case_list()]
 
 
@@ -111,7 +114,8 @@ def _decision_from(step: Step, node_type: str, case: Dict[str, Any], directory: 
 
 def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Optional[Machine],
              allocation: Optional[Allocation], log: Callable[[str], None],
-             elsewhere: Optional[Callable[[str], Path]] = None) -> CaseResult:
+             elsewhere: Optional[Callable[[str], Path]] = None,
+             retry_failed: bool = False) -> CaseResult:
     defaults = plan.defaults_for(case)
     settings = dict(defaults)
     done_steps: List[dict] = []
@@ -138,7 +142,7 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
             study = _study(plan, case, step.name, index, incumbent)
             study["skipped"] = runnable.skipped
             runs += _sweep(plan, case, settings, step.axes, runnable.candidates, step_dir,
-                           machine, allocation, log, study, runnable.block)
+                           machine, allocation, log, study, runnable.block, retry_failed)
             decision = _decide(plan, step, case, incumbent, step_dir)
             decision["skipped"] = runnable.skipped
             decision["left_out"] = runnable.left_out
@@ -160,7 +164,8 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
         raise MatrixError(f"{verify_dir}: the tuned setting cannot run here: "
                           + "; ".join(s["text"] for s in runnable.skipped))
     runs += _sweep(plan, case, settings, names, pair, verify_dir, machine, allocation, log,
-                   _study(plan, case, "verify", len(plan.steps) + 1, default), runnable.block)
+                   _study(plan, case, "verify", len(plan.steps) + 1, default), runnable.block,
+                   retry_failed)
     return CaseResult(case, tuned, done_steps, directory, runs,
                       S.apply(tuned, runnable.block) if runnable.block else dict(tuned), default)
 
@@ -279,7 +284,8 @@ def _study(plan: TunePlan, case: Dict[str, Any], step: str, index: int,
 def _sweep(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axes: List[str],
            candidates: List[Dict[str, Any]], step_dir: Path, machine: Optional[Machine],
            allocation: Optional[Allocation], log: Callable[[str], None],
-           study: Dict[str, Any], block: Optional[S.Settings] = None) -> int:
+           study: Dict[str, Any], block: Optional[S.Settings] = None,
+           retry_failed: bool = False) -> int:
     step_dir.mkdir(parents=True, exist_ok=True)
     text = _matrix_text(plan, case, settings, axes, candidates, block)
     matrix_path = step_dir / "matrix.yaml"
@@ -295,7 +301,8 @@ def _sweep(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axes:
                      "benchmark": matrix.benchmark.name, "created": time.time(),
                      "matrix": str(matrix.path), "commstack_version": commstack.__version__,
                      "tune": study})
-    result: SweepResult = run_sweep(prepare(matrix, machine, allocation), step_dir, log=log)
+    result: SweepResult = run_sweep(prepare(matrix, machine, allocation), step_dir, log=log,
+                                    retry_failed=retry_failed)
     if result.interrupted:
         raise TuneInterrupted(f"{step_dir}: interrupted; run the same command to continue")
     if result.deferred:
