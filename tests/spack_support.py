@@ -107,3 +107,17 @@ def install_osu(env_src: Path, workdir: Path) -> Path:
     if not (mpi / "pt2pt" / "osu_latency").is_file():
         raise RuntimeError(f"spack install succeeded but {mpi}/pt2pt/osu_latency is missing")
     return mpi
+
+
+def ompi_ucc_bin() -> Path:
+    """bin/ of the Open MPI + UCC test stack (tests/spack/imb-ompi-ucc), or skip with the reason."""
+    import pytest
+
+    from commstack.spack import cache_root
+
+    bindir = cache_root() / "envs" / "imb-ompi-ucc" / ".spack-env" / "view" / "bin"
+    if not all((bindir / exe).is_file() for exe in ("IMB-MPI1", "mpirun", "ompi_info")):
+        reason = ompi_ucc_skip_reason()
+        pytest.skip(reason or f"skipped: no UCC stack built ({bindir} lacks IMB-MPI1/mpirun/"
+                    "ompi_info; python -m commstack.spack tests/spack/imb-ompi-ucc builds it)")
+    return bindir

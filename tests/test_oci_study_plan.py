@@ -20,6 +20,7 @@ import yaml
 from commstack.machine import find_machine
 from commstack.tune import reference
 from commstack.tune.plan import load_plan
+from tests import spack_support
 from tests.sweeps import commstack
 
 REPO = Path(__file__).resolve().parent.parent
@@ -224,25 +225,13 @@ def test_a_bad_case_value_is_refused_naming_it(tmp_path):
         load_plan(path)
 
 
-def _ucc_bin() -> Path:
-    from commstack.spack import cache_root
-    from tests import spack_support
-
-    bindir = cache_root() / "envs" / "imb-ompi-ucc" / ".spack-env" / "view" / "bin"
-    if not all((bindir / exe).is_file() for exe in ("IMB-MPI1", "mpirun", "ompi_info")):
-        reason = spack_support.ompi_ucc_skip_reason()
-        pytest.skip(reason or f"skipped: no UCC stack built ({bindir} lacks IMB-MPI1/mpirun/"
-                    "ompi_info; python -m commstack.spack tests/spack/imb-ompi-ucc builds it)")
-    return bindir
-
-
 @pytest.mark.spack
 @pytest.mark.mpi
 def test_compare_reference_lines_a_tuning_up_with_the_published_decisions(tmp_path):
     """The plan's 1-node step, shrunk to this machine (1 case, 8 ranks oversubscribed, small
     sizes, Open MPI 4.1.4 + UCC: none and ucc measured, hcoll skipped), tuned for real; its
     decisions are compared per component with the study's, each at the study's NPS."""
-    bindir = _ucc_bin()
+    bindir = spack_support.ompi_ucc_bin()
     data = yaml.safe_load(PLAN.read_text())
     data["campaign"] = "oci-study-local"
     base = data["base"]

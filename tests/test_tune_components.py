@@ -19,6 +19,7 @@ from textwrap import dedent
 import pytest
 import yaml
 
+from tests import spack_support
 from tests.sweeps import commstack, records
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,21 +29,9 @@ HCOLL_SKIPPED = ("hcoll: skipped — this Open MPI has no coll/hcoll (HCOLL ship
                  "MLNX OFED)")
 
 
-def _ucc_bin() -> Path:
-    from commstack.spack import cache_root
-    from tests import spack_support
-
-    bindir = cache_root() / "envs" / "imb-ompi-ucc" / ".spack-env" / "view" / "bin"
-    if not all((bindir / exe).is_file() for exe in ("IMB-MPI1", "mpirun", "ompi_info")):
-        reason = spack_support.ompi_ucc_skip_reason()
-        pytest.skip(reason or f"skipped: no UCC stack built ({bindir} lacks IMB-MPI1/mpirun/"
-                    "ompi_info; python -m commstack.spack tests/spack/imb-ompi-ucc builds it)")
-    return bindir
-
-
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory):
-    bindir = _ucc_bin()
+    bindir = spack_support.ompi_ucc_bin()
     tmp = tmp_path_factory.mktemp("tune-ucc")
     plan = tmp / "plans" / "local" / PLAN.name
     plan.parent.mkdir(parents=True)

@@ -42,7 +42,7 @@ def expand(matrix: Matrix) -> List[Point]:
         values = dict(fixed)
         for part in combo:
             values.update(part)
-        if any(_matches(rule, values) for rule in matrix.exclude):
+        if any(matches(rule, values) for rule in matrix.exclude):
             continue
         values = S.apply(values, matrix.settings)
         _check_flavour(matrix, values)
@@ -62,7 +62,8 @@ def _axis_names(matrix: Matrix) -> List[str]:
     return names
 
 
-def _matches(rule: Dict[str, Any], values: Dict[str, Any]) -> bool:
+def matches(rule: Dict[str, Any], values: Dict[str, Any]) -> bool:
+    """Every key of ``rule`` has the value (or one of the list of values) it names."""
     for name, wanted in rule.items():
         options = wanted if isinstance(wanted, list) else [wanted]
         if values.get(name) not in options:

@@ -64,6 +64,7 @@ import yaml
 from commstack.benchmarks import registry
 from commstack.matrix import parameters as P
 from commstack.matrix import settings as S
+from commstack.matrix.expand import matches
 from commstack.matrix.model import MatrixError
 
 BASE_KEYS = {"benchmark", "repeats", "timeout", "stacks", "parameters", "description",
@@ -127,12 +128,12 @@ class TunePlan:
         names = list(self.cases)
         return [case for case in (dict(zip(names, combo))
                                   for combo in itertools.product(*self.cases.values()))
-                if not any(_matches(entry, case) for entry in self.exclude_cases)]
+                if not any(matches(entry, case) for entry in self.exclude_cases)]
 
     def case_value(self, case: Dict[str, Any], name: str) -> Any:
         """The ``case_values.<name>`` entry whose keys match the case (exactly one)."""
         found = [e["value"] for e in self.case_values.get(name, [])
-                 if _matches({k: v for k, v in e.items() if k != "value"}, case)]
+                 if matches({k: v for k, v in e.items() if k != "value"}, case)]
         if len(found) != 1:
             raise MatrixError(f"{self.path}: case_values.{name}: {len(found)} entries match the "
                               f"case {_case_text(case)} (exactly one must)")
@@ -141,7 +142,7 @@ class TunePlan:
     def applies(self, step: Step, case: Dict[str, Any]) -> bool:
         """Whether the step runs for this case (``when``, ``multi_node_only``)."""
         nodes = int(case.get("nodes", (self.base.get("parameters") or {}).get("nodes", 1)))
-        return not (step.multi_node_only and nodes <= 1) and _matches(step.when, case)
+        return not (step.multi_node_only and nodes <= 1) and matches(step.when, case)
 
     def fill(self, value: Any, case: Dict[str, Any]) -> Any:
         """``value`` with every ``{name}`` replaced by the case's ``case_values.<name>``."""
@@ -163,14 +164,6 @@ class TunePlan:
 
     def steps_for(self, case: Dict[str, Any]) -> List[Step]:
         return [step for step in self.steps if self.applies(step, case)]
-
-
-def _matches(when: Dict[str, Any], case: Dict[str, Any]) -> bool:
-    for key, want in when.items():
-        allowed = want if isinstance(want, list) else [want]
-        if case.get(key) not in allowed:
-            return False
-    return True
 
 
 def _case_text(case: Dict[str, Any]) -> str:
