@@ -74,7 +74,7 @@ def matrix_rehearsal(path: Path, budget: Budget, table: Optional[Counterparts] =
             params["executable"] = counterpart.executables.get(params["executable"],
                                                                params["executable"])
         scaled = scale_point(params, benchmark, budget, _node_local(counterpart))
-        row = _named_again(scaled, owner, dict(point.params), settings)
+        row = _named_again(scaled, owner, dict(point.params), matrix.settings, settings)
         expanded = dict(row)  # as the matrix expands it: named settings' parameters added
         for axis in settings:
             if axis in row:
@@ -225,11 +225,12 @@ def _with_settings(params: Dict[str, Any], settings: Dict[str, Dict[str, Dict[st
 
 
 def _named_again(scaled: Dict[str, Any], owner: Dict[str, str], original: Dict[str, Any],
+                 source: Dict[str, Dict[str, Dict[str, Any]]],
                  settings: Dict[str, Dict[str, Dict[str, Any]]]) -> Dict[str, Any]:
     """``scaled`` with the settings' parameters back under their names: a setting cut down
     differently for different points gets a new name (<name>-2, ...)."""
     row = {k: v for k, v in scaled.items() if k not in owner}
-    for axis in {a for a in owner.values()} | {a for a in settings if a in original}:
+    for axis in [a for a in source if a in original]:  # settings setting nothing included
         block = {k: v for k, v in scaled.items() if owner.get(k) == axis}
         name = str(original[axis])
         named = settings.setdefault(axis, {})
