@@ -143,3 +143,16 @@ def test_betzy_allcores_rehearses_with_zero_failures(cluster, tmp_path):
     report = (root / "report" / "report.md").read_text()
     assert "> **Rehearsal, not a measurement of betzy.**" in report
     assert "## Halo exchange tables (Betzy layout)" in report
+
+
+def test_shapes_keep_one_point_per_combination_of_non_numeric_parameters(tmp_path):
+    halfcores = REPO / "matrices" / "betzy" / "halfcores.yaml"
+    source = list(expand(load_matrix(halfcores)))
+    rehearsal = matrix_rehearsal(halfcores, BUDGET, shapes=True)
+    # The source's shapes, counted independently: stack, executable, named settings (not the
+    # numbers halo and nfields, whose values only change numbers on the command line).
+    shapes = {(p.get("stack"), p.get("executable"), p.get("decomposition"), p.get("numbering"),
+               p.get("algorithm")) for p in source}
+    assert len(rehearsal.points) == len(shapes) < len(source)
+    assert sorted(i for ids in rehearsal.points.values() for i in ids) == sorted(p.id for p in source)
+    assert any("one per point shape" in n for n in rehearsal.notes)

@@ -33,6 +33,9 @@ def register(p: argparse.ArgumentParser) -> None:
                         "matrices are reported together (the GASNet-EX paper's figure)")
     p.add_argument("--out", type=Path, default=Path("results"), help="results root")
     p.add_argument("--time", default="30", help="salloc time limit in minutes (default 30)")
+    p.add_argument("--shapes", action="store_true",
+                   help="one point per point shape (stack, executable, settings, flags), numeric "
+                        "values from the first point of each: big matrices in minutes")
     p.add_argument("--dry-run", action="store_true",
                    help="write the rehearsal's matrix or plan and print its points; run nothing")
 
@@ -66,8 +69,8 @@ def execute(args: argparse.Namespace) -> int:
 def _rehearse(source: Path, args: argparse.Namespace) -> Tuple[Path, int]:
     """Write one source's rehearsal and run it (or print its plan); its root and exit status."""
     kind = "plan" if "steps" in (yaml.safe_load(source.read_text()) or {}) else "matrix"
-    make = build.plan_rehearsal if kind == "plan" else build.matrix_rehearsal
-    rehearsal = make(source, Budget())
+    rehearsal = (build.plan_rehearsal(source, Budget()) if kind == "plan"
+                 else build.matrix_rehearsal(source, Budget(), shapes=args.shapes))
     name = rehearsal.data["campaign"]
     root = args.out / MACHINE / name
     target = build.write(rehearsal, root)

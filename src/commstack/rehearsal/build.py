@@ -56,8 +56,11 @@ def machine_of(path: Path) -> str:
     return path.resolve().parent.name
 
 
-def matrix_rehearsal(path: Path, budget: Budget, table: Optional[Counterparts] = None
-                     ) -> Rehearsal:
+def matrix_rehearsal(path: Path, budget: Budget, table: Optional[Counterparts] = None,
+                     shapes: bool = False) -> Rehearsal:
+    """``shapes``: one rehearsal point per point shape, i.e. per combination of the parameters
+    that are not numbers (stack, executable, named settings, flags): numeric values such as halo
+    widths or message sizes change only numbers in the same command line."""
     table = table or Counterparts.load()
     raw = yaml.safe_load(path.read_text())
     matrix = load_matrix(path)
@@ -66,6 +69,7 @@ def matrix_rehearsal(path: Path, budget: Budget, table: Optional[Counterparts] =
     rows: Dict[str, Dict[str, Any]] = {}
     sources: Dict[str, List[str]] = {}
     settings: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    shape_ids: Dict[tuple, str] = {}
     for point in expand(matrix):
         params, owner = _with_settings(dict(point.params), matrix.settings)
         params = _runtime_values(params, table, notes)
@@ -80,6 +84,9 @@ def matrix_rehearsal(path: Path, budget: Budget, table: Optional[Counterparts] =
             if axis in row:
                 expanded.update(settings[axis][row[axis]])
         rid = Point(benchmark.name, tuple(sorted(expanded.items()))).id
+        if shapes:
+            shape = tuple(sorted((k, v) for k, v in row.items() if not _number(v)))
+            rid = shape_ids.setdefault(shape, rid)
         rows.setdefault(rid, row)
         sources.setdefault(rid, []).append(point.id)
     data = {k: v for k, v in raw.items() if k not in _REPLACED}
@@ -90,7 +97,9 @@ def matrix_rehearsal(path: Path, budget: Budget, table: Optional[Counterparts] =
         data["settings"] = settings
     data.update(_as_zip(list(rows.values())))
     notes.append(f"{len(sources)} rehearsal points for the matrix's "
-                 f"{sum(map(len, sources.values()))}, one repeat each")
+                 f"{sum(map(len, sources.values()))}, one repeat each"
+                 + (" (one per point shape: numeric values taken from the first point of each)"
+                    if shapes else ""))
     nodes = max((int(r.get("nodes", 1)) for r in rows.values()), default=1)
     return Rehearsal(path, machine_of(path), "matrix", data, notes, sources, nodes)
 
@@ -283,6 +292,10 @@ def _one(name: str, value: Any, table: Counterparts, notes: List[str]) -> Any:
 def _note(notes: List[str], text: str) -> None:
     if text not in notes:
         notes.append(text)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _node_local(counterpart: Counterpart) -> bool:
