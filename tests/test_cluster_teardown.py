@@ -31,13 +31,17 @@ def _running(name: str) -> Set[int]:
     return pids
 
 
-def test_teardown_stops_every_daemon_the_setup_started():
+def _skip_unless_down(why: str) -> None:
+    """These tests start and stop the cluster themselves: not while one is up (maybe in use)."""
     reason = slurm_cluster.skip_reason()
     if reason:
         pytest.skip(reason)
     if _running("slurmctld") or _running("slurmd"):
-        pytest.skip("skipped: a Slurm cluster is up (maybe in use by other tests); its teardown "
-                    "is tested only when this test brings it up")
+        pytest.skip(f"skipped: a Slurm cluster is up (maybe in use by other tests); {why}")
+
+
+def test_teardown_stops_every_daemon_the_setup_started():
+    _skip_unless_down("its teardown is tested only when this test brings it up")
     before = {name: _running(name) for name in DAEMONS}
     slurm_cluster.bring_up()
     try:
@@ -55,12 +59,7 @@ def test_a_cluster_lost_mid_job_comes_back_idle():
     """slurmctld killed while a job runs: the teardown still stops the job's processes (they
     would keep a node's namespace alive) and the next set-up starts with idle nodes, not nodes
     still allocated to the lost job."""
-    reason = slurm_cluster.skip_reason()
-    if reason:
-        pytest.skip(reason)
-    if _running("slurmctld") or _running("slurmd"):
-        pytest.skip("skipped: a Slurm cluster is up (maybe in use by other tests); this test "
-                    "kills its controller, so it runs only on a cluster it brings up")
+    _skip_unless_down("this test kills its controller, so it runs only on a cluster it brings up")
     slurm_cluster.bring_up()
     try:
         marker = "sleep 3017"  # a duration no other process here uses
