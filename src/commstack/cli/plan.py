@@ -14,8 +14,6 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-import yaml
-
 from commstack import preflight
 from commstack.cli.common import add_matrix_arguments, campaign_root, machine_name, point_filter
 from commstack.launch.slurm import Allocation
@@ -24,6 +22,7 @@ from commstack.matrix.load import load_matrix
 from commstack.matrix.model import Matrix, Point
 from commstack.preflight import add_allow_argument
 from commstack.sweep import Plan, PreparedPoint, prepare
+from commstack.tune.plan import is_tune_plan
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -40,7 +39,7 @@ def execute(args: argparse.Namespace) -> int:
     # `run --dry-run` comes here with run's arguments, which have neither flag.
     args.json = getattr(args, "json", False)
     args.review = getattr(args, "review", False)
-    if _is_tune_plan(args.matrix):
+    if is_tune_plan(args.matrix):
         return _tune_plan(args)
     matrix = load_matrix(args.matrix)
     machine = find_machine(machine_name(args, matrix), matrix.path.parent, matrix.node_type)
@@ -62,14 +61,6 @@ def execute(args: argparse.Namespace) -> int:
     for line in verdict.warnings:
         print(f"# pre-flight: {line}")
     return 0
-
-
-def _is_tune_plan(path: Path) -> bool:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
-        return False  # load_matrix names the problem
-    return isinstance(data, dict) and "steps" in data
 
 
 def _review(args: argparse.Namespace, machine: Optional[Machine]) -> Tuple[bool, str]:
@@ -157,10 +148,12 @@ def _tune_plan(args: argparse.Namespace) -> int:
     name = args.machine or plan.path.resolve().parent.name
     sweeps = list(step_sweeps(plan))
     total = 0
+    verdict: Optional[Tuple[bool, str]] = None  # asked once: the probes run commands
     for sweep in sweeps:
         matrix: Matrix = sweep.matrix
         machine = find_machine(name, plan.path.parent, matrix.node_type)
-        review, why = _review(args, machine)
+        verdict = verdict or _review(args, machine)
+        review, why = verdict
         prepared = prepare(matrix, machine, _allocation(args, machine, review), review=review)
         extra = {"case": sweep.case, "step": sweep.step}
         if args.json:

@@ -17,12 +17,11 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-import yaml
-
 from commstack.errors import CampaignError
 from commstack.rehearsal import build
 from commstack.rehearsal.scale import Budget
 from commstack.store.campaign import Campaign
+from commstack.tune.plan import is_tune_plan
 
 MACHINE = "slurm-ci"
 
@@ -68,7 +67,7 @@ def execute(args: argparse.Namespace) -> int:
 
 def _rehearse(source: Path, args: argparse.Namespace) -> Tuple[Path, int]:
     """Write one source's rehearsal and run it (or print its plan); its root and exit status."""
-    kind = "plan" if "steps" in (yaml.safe_load(source.read_text()) or {}) else "matrix"
+    kind = "plan" if is_tune_plan(source) else "matrix"
     rehearsal = (build.plan_rehearsal(source, Budget()) if kind == "plan"
                  else build.matrix_rehearsal(source, Budget(), shapes=args.shapes))
     name = rehearsal.data["campaign"]

@@ -303,13 +303,6 @@ def _node_local(counterpart: Counterpart) -> bool:
     return counterpart.stack.get("conduit") in flavour.node_local_conduits
 
 
-def _plain(benchmark):
-    """``benchmark`` without its own scaling (for node and rank counts alone)."""
-    from dataclasses import replace
-
-    return replace(benchmark, scale_down=None)
-
-
 def _as_zip(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
     keys = list(rows[0]) if rows else []
     constant = {k: rows[0][k] for k in keys if all(r.get(k) == rows[0][k] for r in rows)}

@@ -170,6 +170,15 @@ def _case_text(case: Dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in case.items()) or "(no cases)"
 
 
+def is_tune_plan(path: Path) -> bool:
+    """Whether the YAML file is a tuning plan (it has `steps:`) rather than a matrix."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError):
+        return False  # load_matrix names the problem
+    return isinstance(data, dict) and "steps" in data
+
+
 def load_plan(path: Path) -> TunePlan:
     path = Path(path)
     try:
