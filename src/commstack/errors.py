@@ -16,6 +16,7 @@ from commstack.launch.stack import StackError
 from commstack.launch.submit import SubmitError
 from commstack.machine import MachineError
 from commstack.matrix.model import MatrixError
+from commstack.optional import MissingOptionalDependency
 from commstack.store.files import AlreadyExists
 from commstack.store.record import RecordError
 
@@ -28,7 +29,7 @@ class CampaignError(ValueError):
 
 
 USER_ERRORS = (MatrixError, StackError, LaunchError, ParseError, AlreadyExists, CampaignError,
-               FileNotFoundError, SubmitError, MachineError, RecordError)
+               FileNotFoundError, SubmitError, MachineError, RecordError, MissingOptionalDependency)
 
 # What the file system or the machine refused; EBADF, EINVAL and the like are bugs of ours.
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG}
