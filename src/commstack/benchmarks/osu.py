@@ -23,20 +23,34 @@ Iterations). ``benchmark`` is the test name from the title without "OSU MPI" and
 
 OMB prints no end-of-run line: output cut between two rows (a killed run) reads like a run with
 a smaller ``-m``; the sweep tells those apart by the exit status. Output cut inside a row, a
-header without rows, a usage text (rejected option) or empty stdout raise :class:`ParseError`.
+header without rows, a usage text (rejected option), a crash or abort message (signal, MPI
+error handler, launcher) or empty stdout raise :class:`ParseError`.
+
+Outputs as people paste them (OMB 5.x to 7.x, tests/fixtures/osu/external/) also carry lines
+that are not OMB's: job and launcher chatter before the title, Open MPI ``--tag-output`` tags
+(even in the middle of a line), indentation from the document, libfabric/UCX/Open MPI log lines
+and comments such as "..... never progresses" between or after the rows. Those are skipped and
+counted in a note (the CLI prints notes as warnings); a line that starts with a number is a row
+and must fit the header. A title without a version gets a note; OMB prints no process count,
+and none is made up. ``-c`` prints a ``Validation`` column (Pass/Fail): a Fail is a note that
+makes the run a failure (``fatal_notes``).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from commstack.benchmarks.base import Benchmark, Option, Output, ParseError, capped
 from commstack.benchmarks.imb import MBYTES_PER_S, T_AVG_US, T_OVRL_US, T_PURE_US, T_US
 from commstack.benchmarks.text import INTEL_MPI_STARTUP, column_keys, strip_launcher_prefix
 
 _TITLE = re.compile(r"^# OSU MPI(?P<accel>-\S+)? (?P<name>.+?)(?: Test)?(?: v(?P<version>\S+))?$")
+# One-sided tests name their call first: "# OSU MPI_Put Bandwidth Test v5.3", with -d cuda
+# "# OSU MPI_Put-CUDA Bandwidth Test v7.3"; the call stays in the name ("MPI_Put Bandwidth").
+_ONE_SIDED_TITLE = re.compile(r"^# OSU (?P<call>MPI_\w+)(?P<accel>-\S+)? (?P<name>.+?)(?: Test)?"
+                              r"(?: v(?P<version>\S+))?$")
 _HEADER_START = ("# Size", "# Avg Latency(us)", "# Overall(us)")
 # Column label as printed -> row key (one key per label; unknown labels get a snake_case key).
 _COLUMNS: Dict[str, str] = {
@@ -54,18 +68,39 @@ _COLUMNS: Dict[str, str] = {
     "Pure Comm.(us)": "t_pure_us",
     "Overlap(%)": "overlap_pct",
     "P50 Tail Lat(us)": "t_p50_us",
+    "P90 Tail Lat(us)": "t_p90_us",  # -z in OMB 7.5 (mpich issue 7601); 7.3 prints P95
     "P95 Tail Lat(us)": "t_p95_us",
     "P99 Tail Lat(us)": "t_p99_us",
+    "P50 Tail BW(MB/s)": "mbytes_per_s_p50",
+    "P90 Tail BW(MB/s)": "mbytes_per_s_p90",
+    "P95 Tail BW(MB/s)": "mbytes_per_s_p95",
+    "P99 Tail BW(MB/s)": "mbytes_per_s_p99",
+    "Validation": "validation",  # -c: "Pass" or "Fail"
+    "Transmit Size": "transmit_bytes",  # derived datatypes
 }
-_INT_KEYS = {"bytes", "repetitions"}
+_INT_KEYS = {"bytes", "repetitions", "transmit_bytes"}
+_TEXT_KEYS = {"validation"}
+VALIDATION_FAILED = "validation failed"
 _DATATYPE = re.compile(r"^# Datatype: (?P<name>\S+?)\.?$")
 # UCX log lines ("[1795329961.243038] [vm:950  :0]  ucp_context.c:1849 UCX  INFO ..."), as in imb
 _UCX_LINE = re.compile(r"^\[\d+\.\d+\]\s+\[[^\]]*\]")
 _UCX_PROBLEM = re.compile(r"\bUCX\s+(?:WARN|ERROR|FATAL)\b")
 _PAIRS = re.compile(r"^# \[ pairs: (?P<pairs>\d+) \] \[ window size: (?P<window>\d+) \]")
 _USAGE = re.compile(r"^Usage: (?P<program>osu_\S+) \[options\]")
-# Launcher messages on stdout after which the table is not a complete measurement.
-_ABORTS = ("BAD TERMINATION", "YOUR APPLICATION TERMINATED", "MPI_ABORT was invoked")
+# Launcher, MPI library and Slurm messages after which the table is not a complete measurement.
+_ABORTS = ("BAD TERMINATION", "YOUR APPLICATION TERMINATED", "MPI_ABORT was invoked",
+           "*** Process received signal ***", "*** An error occurred in", "Fatal error in ",
+           "srun: error:", "exited with non-zero status", "mpirun noticed that process",
+           "] Caught signal ")  # UCX's error handler: "[host:pid:0:tid] Caught signal 11 (...)"
+# Buffer placement of -d cuda/rocm runs: OMB 5.x-7.2 "# Send Buffer on DEVICE (D) and Receive
+# Buffer on HOST (H)", 7.3+ "# Rank 0 Memory on DEVICE (D) and Rank 1 Memory on DEVICE (D)".
+_BUFFERS = re.compile(r"^# (?:Send Buffer|Rank 0 Memory) on [^(]*\((?P<src>\w)\) and "
+                      r"(?:Receive Buffer|Rank 1 Memory) on [^(]*\((?P<dst>\w)\)")
+# Open MPI --tag-output tag, with --timestamp-output's date, where a line has run into the next.
+_OMPI_TAG = re.compile(r"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?"
+                       r"\[\d+,\d+\]<std(?:out|err)>:")
+_LIBFABRIC_LINE = re.compile(r"^libfabric:\d+:\d+:")
+_FIRST_INT = re.compile(r"^\d+(?:\s|$)")
 
 
 @dataclass
@@ -80,6 +115,23 @@ class _Run:
     notes: List[str] = field(default_factory=list)
     pairs: Optional[int] = None  # osu_mbw_mr: communicating pairs
     window_size: Optional[int] = None  # osu_mbw_mr: messages per window
+    accelerator: Optional[str] = None  # from "# OSU MPI-CUDA ...": CUDA, ROCM, ...
+    buffers: Optional[str] = None  # -d: "D D", "H D", ... (sender's, receiver's)
+    skipped: List[Tuple[int, str]] = field(default_factory=list)  # (line number, text): not OMB's
+
+
+def _title(line: str) -> Optional[Tuple[str, str, Optional[str]]]:
+    """(test name, OMB version or "", accelerator or None) of an OMB title line, else None."""
+    title = _TITLE.match(line)
+    one_sided = None if title else _ONE_SIDED_TITLE.match(line)
+    if one_sided:
+        name = f"{one_sided['call']} {one_sided['name']}"
+        title = one_sided
+    elif title:
+        name = title["name"]
+    else:
+        return None
+    return name, title["version"] or "", (title["accel"] or "").lstrip("-") or None
 
 
 def _columns(header: str, number: int, notes: List[str]) -> List[str]:
@@ -88,28 +140,44 @@ def _columns(header: str, number: int, notes: List[str]) -> List[str]:
 
 
 def _value(key: str, token: str, number: int) -> object:
+    if key in _TEXT_KEYS:
+        return token
     try:
         return int(token) if key in _INT_KEYS else float(token)
     except ValueError:
         raise ParseError(f"{key}: {token!r} is not a number (row cut off?)", number) from None
 
 
+def _lines(text: str) -> List[Tuple[int, str]]:
+    """(line number, text) without launcher prefixes and indentation; a line into which Open
+    MPI's --tag-output wrote the next tag (OMB's header printed without its newline) is split
+    there, both parts keeping the line's number."""
+    lines = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        starts = [m.start() for m in _OMPI_TAG.finditer(raw) if m.start() > 0]
+        bounds = [0, *starts, len(raw)]
+        for begin, stop in zip(bounds, bounds[1:]):
+            lines.append((number, strip_launcher_prefix(raw[begin:stop]).strip()))
+    return lines
+
+
 def parse_osu(text: str) -> Output:
     """Parse the stdout of one OMB run; raise :class:`ParseError` when it is not a complete
     table (see the module docstring). ``rows``: one per message size; ``meta``: ``benchmark``
-    (the test name), ``version``, ``columns`` (row keys in header order), ``datatypes``, and
-    ``pairs``/``window_size`` (osu_mbw_mr, else None)."""
+    (the test name), ``version``, ``columns`` (row keys in header order), ``datatypes``,
+    ``pairs``/``window_size`` (osu_mbw_mr, else None), ``accelerator`` and ``buffers`` (-d runs,
+    else None)."""
     if not text.strip():
         raise ParseError("empty output: OMB printed nothing (wrong process count, e.g. "
                          "osu_latency on 3 ranks, says so on stderr)")
-    lines = [strip_launcher_prefix(line) for line in text.splitlines()]
     out: Optional[_Run] = None
     header_line = 0
-    ucx_lines = 0
-    for number, line in enumerate(lines, 1):
+    ucx_lines = libfabric_lines = 0
+    before_title: List[Tuple[int, str]] = []
+    for number, line in _lines(text):
         for abort in _ABORTS:
             if abort in line:
-                raise ParseError(f"launcher reports an abnormal end: {line.strip(' =')!r}", number)
+                raise ParseError(f"the run ended abnormally: {line.strip(' =')!r}", number)
         usage = _USAGE.match(line)
         if usage:
             raise ParseError(f"{usage['program']} printed its usage text: an option was rejected "
@@ -119,21 +187,24 @@ def parse_osu(text: str) -> Output:
                 out.notes.append(_UCX_LINE.sub("", line).strip())
             ucx_lines += 1
             continue
-        if not line.strip() or INTEL_MPI_STARTUP.match(line):
+        if _LIBFABRIC_LINE.match(line):
+            libfabric_lines += 1
+            continue
+        if not line or INTEL_MPI_STARTUP.match(line):
             continue  # I_MPI_DEBUG>0: Intel MPI's start-up lines and pin table come first
-        title = _TITLE.match(line)
+        title = _title(line)
         if title:
+            name, version, accelerator = title
             if out is None:
-                out = _Run(benchmark=title["name"], version=title["version"] or "")
-            elif title["name"] != out.benchmark:
+                out = _Run(benchmark=name, version=version, accelerator=accelerator)
+            elif name != out.benchmark:
                 raise ParseError(f"second title {line!r} in the output of {out.benchmark!r}",
                                  number)
             continue  # osu_mbw_mr prints its title twice
         if out is None:
-            if line.startswith("#"):
-                continue
-            raise ParseError(f"no '# OSU MPI ... Test' title before {line.strip()!r}: not the "
-                             "output of an OSU benchmark", number)
+            if not line.startswith("#"):
+                before_title.append((number, line))
+            continue
         if line.startswith(_HEADER_START):
             if out.columns:
                 # -T all prints one table per datatype (OMB 7.3's point-to-point tests even
@@ -152,29 +223,65 @@ def parse_osu(text: str) -> Output:
         if pairs:
             out.pairs, out.window_size = int(pairs["pairs"]), int(pairs["window"])
             continue
+        buffers = _BUFFERS.match(line)
+        if buffers:
+            out.buffers = f"{buffers['src']} {buffers['dst']}"
+            continue
         if line.startswith("#"):
+            continue
+        if not _FIRST_INT.match(line):
+            out.skipped.append((number, line))  # launcher or MPI message, a comment
             continue
         if not out.columns:
             raise ParseError(f"{out.benchmark}: row {line.strip()!r} before the column header",
                              number)
         out.rows.append(_row(line, number, out))
     if out is None:
-        raise ParseError("no '# OSU MPI ... Test' title: not the output of an OSU benchmark")
+        raise ParseError("no '# OSU MPI ... Test' title: not the output of an OSU benchmark"
+                         + (f" (first line: {before_title[0][1][:80]!r})" if before_title else ""))
     if not out.columns:
         raise ParseError(f"{out.benchmark}: no column header ('# Size ...'): output cut off")
     if not out.rows:
         raise ParseError(f"{out.benchmark}: column header but no rows (output cut off, or no "
                          "message size in the -m range, e.g. -m 8:2)", header_line)
     _check_sizes(out)
-    if ucx_lines:
-        out.notes.append(f"ignored {ucx_lines} UCX log lines")
+    _note_what_was_read_past(out, before_title, ucx_lines, libfabric_lines)
     return Output(out.rows, out.notes, meta={
         "benchmark": out.benchmark, "version": out.version, "columns": out.columns,
-        "datatypes": out.datatypes, "pairs": out.pairs, "window_size": out.window_size})
+        "datatypes": out.datatypes, "pairs": out.pairs, "window_size": out.window_size,
+        "accelerator": out.accelerator, "buffers": out.buffers})
+
+
+def _note_what_was_read_past(out: _Run, before_title: List[Tuple[int, str]], ucx_lines: int,
+                             libfabric_lines: int) -> None:
+    if not out.version:
+        out.notes.append(f"{out.benchmark}: the title prints no OMB version")
+    failed = [str(row["bytes"]) for row in out.rows if row.get("validation") == "Fail"]
+    if failed:
+        out.notes.append(f"{VALIDATION_FAILED} at message sizes {', '.join(failed)} (OMB -c)")
+    if before_title:
+        number, line = before_title[0]
+        out.notes.append(f"ignored {len(before_title)} line(s) before the OSU title, the first "
+                         f"line {number}: {line[:80]!r}")
+    if out.skipped:
+        number, line = out.skipped[0]
+        out.notes.append(f"ignored {len(out.skipped)} line(s) in the table that are not OSU rows"
+                         f" (output interleaved, cut off or hung?), the first line {number}: "
+                         f"{line[:80]!r}")
+    if libfabric_lines:
+        out.notes.append(f"ignored {libfabric_lines} libfabric log lines")
+    if ucx_lines:
+        out.notes.append(f"ignored {ucx_lines} UCX log lines")
 
 
 def _row(line: str, number: int, out: _Run) -> dict:
     tokens = line.split()
+    if len(tokens) > len(out.columns):
+        # Seen with OMB 7.3's osu_reduce -d cuda -f: "# Size  Avg Latency(us)" over rows of four
+        # values. Which value is which is not printed, so none is taken.
+        raise ParseError(f"{out.benchmark}: row has {len(tokens)} values, the header names "
+                         f"{len(out.columns)} columns ({', '.join(out.columns)}): "
+                         f"{line.strip()!r} (the unnamed values are not guessed)", number)
     if len(tokens) != len(out.columns):
         raise ParseError(f"{out.benchmark}: row has {len(tokens)} values, the header has "
                          f"{len(out.columns)} columns: {line.strip()!r} (output cut off?)", number)
@@ -232,6 +339,6 @@ def scale_down(params: Dict[str, Any], ranks: int) -> Dict[str, Any]:
 
 
 BENCHMARKS = [
-    Benchmark("osu", "osu_latency", FORMAT, parse_osu, OPTIONS, figures=FIGURES, row_keys=ROW_KEYS,
-              scale_down=scale_down),
+    Benchmark("osu", "osu_latency", FORMAT, parse_osu, OPTIONS, fatal_notes=(VALIDATION_FAILED,),
+              figures=FIGURES, row_keys=ROW_KEYS, scale_down=scale_down),
 ]
