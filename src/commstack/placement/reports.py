@@ -1,16 +1,26 @@
 """Parsers of the binding reports MPIs and srun print; each returns (bindings, notes).
 
-Spellings read (real examples in tests/fixtures/placement/ and tests/test_placement.py):
+Spellings read (real examples in tests/fixtures/placement/, its external/ corpus from public
+sources, and tests/test_placement.py). ``find_reports`` runs every parser and adds notes on what a
+report does not print (hosts, ranks between those listed, the process count its command asked).
 
 * Open MPI 4 ``--report-bindings`` (stderr):
   ``[vm:9822] MCW rank 0 bound to socket 0[core 0[hwt 0]]: [B/.]`` (one bracket per package,
   ``/`` between cores, one character per hardware thread) and
   ``[vm:9822] MCW rank 1 is not bound (or bound to all available processors)``.
+  Also read: the map alone on the next line (mail archives wrap it); ``[B . . .]`` (spaces);
+  cgroup markers ``[[<B/././.>][[]`` and ``~`` (a processor outside the cgroup, still counted);
+  lines without the ``[host:pid]`` prefix, or with ``--tag-output``'s ``[1,0]<stderr>:`` before
+  it; Open MPI 3's locality string ``MCW rank 1 bound to NM1:SK1:L31:...:CR16-31:HT32-63`` (its
+  ``HT`` list, else ``CR``); the JOB MAP of ``--display-map``: ``Process rank: 0 Bound:
+  ...:[[<BB/..>][[<../..>]`` or ``Bound: UNBOUND`` (host from the "Data for node:" above it).
 * Open MPI 5 / PRRTE: ``[host:pid] Rank 0 bound to package[0][core:0-3]``, ``MCW rank 0 bound
   to package[0][core:0]``, ``[core:L0]`` (logical), ``[hwt:0-1]``.
 * Intel MPI ``I_MPI_DEBUG>=4`` (stdout), after ``===== CPU pinning =====``:
   ``[0] MPI startup(): 0       17275    vm         {0}`` (OS processor numbers, ``{0-1}``,
-  ``{0,40}``).
+  ``{0,40}``). Before 2021 the table has no banner and starts at its column header ``Rank  Pid
+  Node name  Pin cpu``; sets may wrap onto the next line (``{0,`` / ``1,15}``) or come without
+  braces (``0``, ``0,1,2,3``); 2021 prints a NIC table (``Rank  Pin nic``) first.
 * hydra (MPICH) ``HYDRA_TOPO_DEBUG=1`` (stdout): ``process 0 binding: 1000`` (a character per
   OS processor; the index counts the processes of one node). Older hydra printed ``1 0 0 0 ``
   and did not bind at all in that mode.
@@ -22,6 +32,7 @@ Spellings read (real examples in tests/fixtures/placement/ and tests/test_placem
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Callable, Dict, FrozenSet, List, Optional, Tuple
 
 from commstack.placement.model import Binding
@@ -32,7 +43,7 @@ Parsed = Tuple[List[Binding], List[str]]
 def _id_list(text: str) -> Optional[FrozenSet[int]]:
     """"0-3,8,L10" -> {0, 1, 2, 3, 8, 10}; None when a part is not a number or range."""
     ids = set()
-    for part in text.replace(" ", "").split(","):
+    for part in re.sub(r"\s+", "", text).split(","):
         if not part:
             continue
         m = re.fullmatch(r"[LP]?(\d+)(?:-[LP]?(\d+))?", part)
@@ -44,18 +55,24 @@ def _id_list(text: str) -> Optional[FrozenSet[int]]:
 
 
 # --- Open MPI --------------------------------------------------------------------------------
-_OMPI_BOUND = re.compile(
-    r"^\[(?P<host>[^\]:]*)(?::\d+)?\]\s+(?:MCW\s+)?[Rr]ank\s+(?P<rank>\d+)\s+bound to\s+"
-    r"(?P<what>.*?)\s*$", re.M)
-_OMPI_UNBOUND = re.compile(
-    r"^\[(?P<host>[^\]:]*)(?::\d+)?\]\s+(?:MCW\s+)?[Rr]ank\s+(?P<rank>\d+)\s+is not bound", re.M)
-_OMPI4_MAP = re.compile(r":\s*((?:\[[^\]\[]*\])+)$")
+# "[host:pid] MCW rank 0", "[host:pid] Rank 0" (PRRTE) or, quoted without its prefix, "MCW rank 0";
+# --tag-output puts "[1,0]<stderr>:" first.
+_OMPI_WHO = (r"^[ \t]*(?:\[\d+,\d+\]<std(?:err|out)>:[ \t]*)?"
+             r"(?:\[(?P<host>[^\]:]*)(?::\d+)?\]\s+(?:MCW\s+)?[Rr]ank|MCW\s+rank)\s+(?P<rank>\d+)\s+")
+_OMPI_BOUND = re.compile(_OMPI_WHO + r"bound to\s+(?P<what>.*?)\s*$", re.M)
+_OMPI_UNBOUND = re.compile(_OMPI_WHO + r"is not bound", re.M)
+_MAP_CHARS = r"[\[\]<>~./B ]"
+_OMPI4_MAP = re.compile(r":\s*(\[" + _MAP_CHARS + r"*\])$")
+_OMPI4_WRAPPED = re.compile(r"(\bbound to [^\n]*:)[ \t]*\r?\n[ \t]*(?=\[" + _MAP_CHARS + r"*\][ \t]*$)",
+                            re.M)
 _PRRTE_SET = re.compile(r"\[(core|hwt):([^\]]*)\]")
+_LOCALITY = re.compile(r"^(?:[A-Z]+[0-9][0-9,\-]*:)*(?:CR(?P<cores>[0-9,\-]+))?(?::HT(?P<pus>[0-9,\-]+))?$")
 
 
 def openmpi(text: str) -> Parsed:
     bindings: Dict[int, Binding] = {}
     notes: List[str] = []
+    text = _OMPI4_WRAPPED.sub(r"\1 ", text)
     for m in _OMPI_UNBOUND.finditer(text):
         rank = int(m["rank"])
         bindings[rank] = Binding(rank, host=_host(m["host"]))
@@ -63,7 +80,7 @@ def openmpi(text: str) -> Parsed:
         rank, what, host = int(m["rank"]), m["what"], _host(m["host"])
         ompi4 = _OMPI4_MAP.search(what)
         if ompi4:  # [BB/..][../..]: a character per hardware thread, in logical order
-            pus = [c for c in ompi4.group(1).replace("][", "/").strip("[]").replace("/", "")]
+            pus = [c for c in ompi4.group(1) if c in ".B~"]
             bindings[rank] = Binding(rank, host=host,
                                      logical_pus=frozenset(i for i, c in enumerate(pus) if c == "B"))
             continue
@@ -78,22 +95,56 @@ def openmpi(text: str) -> Parsed:
                 notes.append(f"rank {rank}: cannot read {kind}:{ids}")
                 continue
             (cores if kind == "core" else pus_set).update(parsed)
+        locality = _LOCALITY.match(what) if not (cores or pus_set) else None
+        if locality and (locality["pus"] or locality["cores"]):  # Open MPI 3: ...:CR0-15:HT0-31
+            if locality["pus"]:
+                pus_set.update(_id_list(locality["pus"]) or ())
+            else:
+                cores.update(_id_list(locality["cores"]) or ())
         if cores:
             bindings[rank] = Binding(rank, host=host, logical_cores=frozenset(cores))
         elif pus_set:
             bindings[rank] = Binding(rank, host=host, logical_pus=frozenset(pus_set))
         elif what:
             notes.append(f"rank {rank}: cannot read the binding {what!r}")
+    for rank, binding in _job_map(text).items():
+        bindings.setdefault(rank, binding)
     return [bindings[r] for r in sorted(bindings)], notes
 
 
-def _host(text: str) -> Optional[str]:
-    return None if text in ("", "...") else text
+_JOB_MAP_NODE = re.compile(r"^\s*Data for node:\s*(\S+)", re.M)
+_JOB_MAP_PROC = re.compile(r"Process rank:\s*(\d+)\s+Bound:\s*(.*?)\s*$", re.M)
+
+
+def _job_map(text: str) -> Dict[int, Binding]:
+    """Open MPI's --display-map (``--map-by ...:DISPLAY``) JOB MAP: "Data for node: n1" then, per
+    rank, "Process rank: 0 Bound: socket 0[core 0[hwt 0-1]]:[[<BB/..>][[<../..>]" or "UNBOUND"."""
+    nodes = [(m.start(), m.group(1)) for m in _JOB_MAP_NODE.finditer(text)]
+    found: Dict[int, Binding] = {}
+    for m in _JOB_MAP_PROC.finditer(text):
+        rank, what = int(m.group(1)), m.group(2)
+        host = next((name for start, name in reversed(nodes) if start < m.start()), None)
+        ompi4 = _OMPI4_MAP.search(what)
+        if what == "UNBOUND":
+            found[rank] = Binding(rank, host=host)
+        elif ompi4:
+            pus = [c for c in ompi4.group(1) if c in ".B~"]
+            found[rank] = Binding(rank, host=host,
+                                  logical_pus=frozenset(i for i, c in enumerate(pus) if c == "B"))
+    return found
+
+
+def _host(text: Optional[str]) -> Optional[str]:
+    return None if text in (None, "", "...") else text
 
 
 # --- Intel MPI -------------------------------------------------------------------------------
-_IMPI_HEADER = re.compile(r"MPI startup\(\):\s+=+\s*CPU pinning\s*=+")
-_IMPI_ROW = re.compile(r"^\[\d+\]\s+MPI startup\(\):\s+(\d+)\s+\d+\s+(\S+)\s+\{([^}]*)\}\s*$", re.M)
+_IMPI_HEADER = re.compile(
+    r"MPI startup\(\):\s+(?:=+\s*CPU pinning\s*=+|Rank\s+Pid\s+Node name\s+Pin cpu)")
+# "[0] MPI startup(): <rank> <pid> <node> <cpus>"; cpus "{0,1}" (may wrap over lines) or bare "0,1";
+# "0: " (srun -l) or a second "[0] " (-prepend-rank) may come first.
+_IMPI_ROW = re.compile(r"^(?:\d+:[ \t]*|\[\d+\][ \t]*)?\[\d+\]\s+MPI startup\(\):[ \t]+(\d+)[ \t]+\d+[ \t]+"
+                       r"(\S+)[ \t]+(?:\{([^}]*)\}|(\d[\d,\-]*))[ \t\r]*$", re.M)
 
 
 def intelmpi(text: str) -> Parsed:
@@ -103,9 +154,10 @@ def intelmpi(text: str) -> Parsed:
     bindings: Dict[int, Binding] = {}
     notes: List[str] = []
     for m in _IMPI_ROW.finditer(text, header.end()):
-        rank, host, cpus = int(m.group(1)), m.group(2), _id_list(m.group(3))
+        printed = m.group(3) if m.group(3) is not None else m.group(4)
+        rank, host, cpus = int(m.group(1)), m.group(2), _id_list(printed)
         if cpus is None:
-            notes.append(f"rank {rank}: cannot read the pinned processors {{{m.group(3)}}}")
+            notes.append(f"rank {rank}: cannot read the pinned processors {{{printed}}}")
             continue
         bindings.setdefault(rank, Binding(rank, cpus=cpus, host=host))
     return [bindings[r] for r in sorted(bindings)], notes
@@ -170,3 +222,86 @@ LABELS = {
     "hydra": "hydra binding report (HYDRA_TOPO_DEBUG=1)",
     "slurm": "srun --cpu-bind=verbose",
 }
+
+# How each parser's processor numbers are to be read (Binding says which field holds them).
+NUMBERING = {"cpus": "os", "logical_pus": "logical processor", "logical_cores": "logical core"}
+
+
+@dataclass(frozen=True)
+class Report:
+    """One binding report found in a text: which parser read it, its ranks and its notes."""
+
+    parser: str
+    bindings: List[Binding]
+    notes: List[str]
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.parser]
+
+
+def find_reports(text: str) -> List[Report]:
+    """Every binding report in ``text`` that gives at least one rank, the MPI's own first."""
+    found = []
+    for name, parse in PARSERS.items():
+        bindings, notes = parse(text)
+        if bindings:
+            found.append(Report(name, bindings, notes + _missing(name, bindings, text)))
+    return found
+
+
+def printed_cpus(binding: Binding) -> Tuple[Optional[str], List[int]]:
+    """(numbering, sorted numbers) as the report printed them; (None, []) for an unbound rank."""
+    for field, numbering in NUMBERING.items():
+        value = getattr(binding, field)
+        if value is not None:
+            return numbering, sorted(value)
+    return None, []
+
+
+def _missing(parser: str, bindings: List[Binding], text: str) -> List[str]:
+    """What the report does not print: host names, ranks between those it lists, a version."""
+    notes = []
+    if all(b.host is None for b in bindings):
+        notes.append("the report names no host" + (
+            ": hydra numbers processes per node, `node` tells nodes apart in output order"
+            if parser == "hydra" else ""))
+    ranks = sorted({b.rank for b in bindings if b.rank is not None})
+    if ranks:
+        absent = sorted(set(range(ranks[-1] + 1)) - set(ranks))
+        if absent:
+            listed = _ranges(absent)
+            notes.append(f"{len(ranks)} ranks listed, numbered up to {ranks[-1]}: "
+                         + (f"ranks {listed}" if len(listed) <= 40 else f"{len(absent)} ranks")
+                         + " not printed (cut off, or printed elsewhere)")
+    asked = {int(n) for n in _PROCESS_COUNT.findall(text)}
+    if asked and len(bindings) not in asked:
+        notes.append(f"the command line in the file asks for {' or '.join(map(str, sorted(asked)))} "
+                     f"processes; the report lists {len(bindings)}")
+    if parser == "intelmpi" and not _IMPI_VERSION.search(text):
+        notes.append("no 'Intel(R) MPI Library, Version' line: the Intel MPI version is not printed")
+    return notes
+
+
+_IMPI_VERSION = re.compile(r"MPI startup\(\): Intel\(R\) MPI Library, Version")
+# A launcher's command line quoted with the report: "mpirun -np 4", "prterun -n 4", "srun -n4".
+_PROCESS_COUNT = re.compile(r"\b(?:mpirun|mpiexec|prterun|oshrun|srun)\b[^\n]*?\s(?:-np|-n|--np|--ntasks)"
+                            r"(?:[ =]|(?=\d))(\d+)\b")
+
+
+def _ranges(numbers: List[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5"."""
+    parts: List[str] = []
+    start = prev = numbers[0]
+    for n in numbers[1:] + [None]:  # type: ignore[list-item]
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ",".join(parts)
+
+
+def cpu_ranges(numbers: List[int]) -> str:
+    return _ranges(numbers) if numbers else "-"
