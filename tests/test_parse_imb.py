@@ -489,3 +489,139 @@ def test_every_truncation_of_every_success_fixture_raises():
                 continue
             with pytest.raises(ParseError):
                 parse_imb("".join(lines[:end]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Issue 18: IMB-P2P and IMB-MT whole lists, np > 2 ("additional process waiting in MPI_Barrier"),
+# -multi 0/1 with Msg/sec, IMB-EXT and IMB-IO (IMB 2021.7 with Open MPI, own manifest)
+# ----------------------------------------------------------------------------------------------
+
+
+def test_p2p_whole_default_list_in_its_own_layout():
+    output = parse(IMPI + "p2p-default-np2-msglog0-4")
+    assert list(dict.fromkeys(r["benchmark"] for r in output.rows)) == [
+        "PingPong", "PingPing", "Unirandom", "Birandom", "Corandom", "SendRecv_Replace"]
+    assert all(r["np"] == 2 and {"t_us", "mbytes_per_s", "msg_per_s", "repetitions"} <= set(r)
+               for r in output.rows)
+    row = row_at(output, "Unirandom", 2, 16)
+    assert (row["repetitions"], row["t_us"], row["mbytes_per_s"], row["msg_per_s"]) == (100, 0.75, 42.63, 2664156)
+    assert {"Benchmark Stencil2D is invalid for 2 processes",
+            "Benchmark Stencil3D is invalid for 2 processes"} <= set(output.notes)
+
+
+def test_p2p_stencil_grid_is_kept():
+    output = parse(IMPI + "p2p-stencil-unirandom-np4")
+    stencil = [r for r in output.rows if r["benchmark"] == "Stencil2D"]
+    assert [r["bytes"] for r in stencil] == sizes(0, 4, zero=False)
+    assert {(r["np"], r["grid"]) for r in stencil} == {(4, "2x2")}
+    assert row_at(output, "Stencil2D", 4, 4)["msg_per_s"] == 1823136
+    assert "grid" not in row_at(output, "Unirandom", 4, 4)
+    assert "Benchmark Stencil3D is invalid for 4 processes" in output.notes
+
+
+def test_mt_whole_default_list_with_threads_and_msg_per_s():
+    output = parse(IMPI + "mt-default-np2-multiple")
+    assert [key[0] for key in tables(output)] == [
+        "PingPongMT", "PingPingMT", "SendRecvMT", "ExchangeMT", "UniBandMT", "BiBandMT", "BarrierMT",
+        "BcastMT", "ReduceMT", "AllReduceMT"]
+    assert all(r["threads"] == 2 and r["np"] == 2 for r in output.rows)
+    uniband = row_at(output, "UniBandMT", 2, 8192)
+    assert (uniband["t_avg_us"], uniband["mbytes_per_s"], uniband["msg_per_s"]) == (0.48, 16504.07, 4173084)
+    assert row_at(output, "BarrierMT", 2, None)["t_avg_us"] == 5.98
+    assert "t_min_us" in row_at(output, "PingPongMT", 2, 8)
+
+
+def test_mt_on_3_ranks_uses_2_for_pingpong_and_3_for_bcast():
+    output = parse(IMPI + "mt-pingpongmt-bcastmt-np3-multiple")
+    assert [key[:2] for key in tables(output)] == [("PingPongMT", 2), ("BcastMT", 3)]
+    assert row_at(output, "BcastMT", 3, 8)["t_max_us"] == 15.34
+
+
+@pytest.mark.parametrize("name, benchmarks", [
+    (IMPI + "mpi1-pingpong-uniband-np3", ["PingPong", "PingPing", "Uniband"]),
+    (IMPI + "rma-unidir-bidir-np3", ["Unidir_put", "Bidir_put", "Unidir_get"]),
+])
+def test_waiting_process_block_leaves_the_table_on_2_processes(name, benchmarks):
+    text = read(name)
+    assert "( 1 additional process waiting in MPI_Barrier)" in text
+    output = parse_imb(text)
+    assert list(dict.fromkeys(r["benchmark"] for r in output.rows)) == benchmarks
+    assert {r["np"] for r in output.rows} == {2} and output.notes == []
+
+
+def test_uniband_msg_per_s_and_rma_modes_on_3_ranks():
+    uniband = row_at(parse(IMPI + "mpi1-pingpong-uniband-np3"), "Uniband", 2, 8)
+    assert (uniband["mbytes_per_s"], uniband["msg_per_s"]) == (62.49, 7810710)
+    rma = parse(IMPI + "rma-unidir-bidir-np3")
+    assert row_at(rma, "Unidir_put", 2, 4, mode="non-aggregate")["t_us"] == 4.10
+    assert [key[2] for key in tables(rma)] == ["non-aggregate", "aggregate"] * 3
+
+
+def test_nbc_on_3_ranks_has_tables_for_2_and_3():
+    output = parse(IMPI + "nbc-ibcast-iallreduce-np3")
+    assert [key[:2] for key in tables(output)] == [
+        ("Ibcast", 2), ("Ibcast", 3), ("Ibcast_pure", 2), ("Ibcast_pure", 3),
+        ("Iallreduce", 2), ("Iallreduce", 3), ("Iallreduce_pure", 2), ("Iallreduce_pure", 3)]
+    row = row_at(output, "Iallreduce", 2, 0)
+    assert (row["t_ovrl_us"], row["t_pure_us"], row["t_cpu_us"], row["overlap_pct"]) == (6.46, 5.29, 5.22, 76.52)
+    assert "t_avg_us" in row_at(output, "Iallreduce_pure", 3, 4)
+
+
+def test_multi_0_on_5_ranks_groups_waiting_process_and_msg_per_s():
+    output = parse(IMPI + "mpi1-multi0-pingpong-biband-np5")
+    assert list(tables(output)) == [("PingPong", 2, None, 2), ("Biband", 2, None, 2), ("Biband", 4, None, 1)]
+    assert all(r["multi"] == 0 for r in output.rows)
+    assert "t_max_us" in row_at(output, "PingPong", 2, 16)
+    assert row_at(output, "Biband", 2, 0)["msg_per_s"] == 4773247
+
+
+def test_multi_1_uniband_has_msg_per_s_per_group():
+    output = parse(IMPI + "mpi1-multi1-uniband-np4")
+    uniband4 = [r for r in output.rows if r["benchmark"] == "Uniband" and r["np"] == 4]
+    assert [r["group"] for r in uniband4] == [0] * 6
+    assert row_at(output, "Uniband", 4, 0)["msg_per_s"] == 9189306
+    assert {r["group"] for r in output.rows if r["np"] == 2} == {0, 1}
+
+
+IMB2021_7 = FIXTURES / "imb" / "openmpi-4.1.4-imb2021.7"
+with open(IMB2021_7 / "MANIFEST.csv", newline="") as _handle:
+    IMB2021_7_RUNS = list(csv.DictReader(_handle))
+
+
+def test_imb_2021_7_manifest_lists_every_run():
+    assert {row["file"] for row in IMB2021_7_RUNS} == {p.name for p in IMB2021_7.glob("*.out")}
+    assert all((IMB2021_7 / row["file"].replace(".out", ".err")).exists() for row in IMB2021_7_RUNS)
+
+
+@pytest.mark.parametrize("entry", IMB2021_7_RUNS, ids=[r["file"] for r in IMB2021_7_RUNS])
+def test_imb_2021_7_runs_parse(entry):
+    output = parse_imb((IMB2021_7 / entry["file"]).read_text())
+    assert output.meta["version"] == entry["imb_version"] and output.rows
+    assert all(r["status"] == "ok" and isinstance(r["np"], int) for r in output.rows)
+
+
+def test_imb_ext_window_unidir_put_accumulate():
+    output = parse_imb((IMB2021_7 / "v2021.7-ext-window-unidirput-accumulate-np3.out").read_text())
+    assert output.meta["suite"] == "MPI-2"
+    assert list(tables(output)) == [
+        ("Window", 2, None, None), ("Window", 3, None, None),
+        ("Unidir_Put", 2, "aggregate", None), ("Unidir_Put", 2, "non-aggregate", None),
+        ("Accumulate", 2, "aggregate", None), ("Accumulate", 2, "non-aggregate", None),
+        ("Accumulate", 3, "aggregate", None), ("Accumulate", 3, "non-aggregate", None)]
+    assert {"t_min_us", "t_max_us", "t_avg_us"} <= set(row_at(output, "Window", 3, 16))
+    assert {"t_us", "mbytes_per_s"} <= set(row_at(output, "Unidir_Put", 2, 16, mode="aggregate"))
+
+
+def test_imb_io_banner_without_newline_waiting_processes_and_overlap():
+    text = (IMB2021_7 / "v2021.7-io-swriteindv-piwriteshared-np3.out").read_text()
+    assert "MPI-IO partn#---" in text and "( 2 additional processes waiting in MPI_Barrier)" in text
+    output = parse_imb(text)
+    assert output.meta["suite"] == "MPI-IO" and output.notes == []
+    assert list(tables(output)) == [
+        ("S_Write_Indv", 1, "aggregate", None), ("S_Write_Indv", 1, "non-aggregate", None),
+        ("P_IWrite_Shared", 1, "aggregate", None), ("P_IWrite_Shared", 2, "aggregate", None),
+        ("P_IWrite_Shared", 3, "aggregate", None)]
+    row = row_at(output, "P_IWrite_Shared", 1, 4)
+    assert (row["t_ovrl_us"], row["t_pure_us"], row["t_cpu_us"], row["overlap_pct"]) == (
+        9449.22, 24.11, 10294.72, 100.0)
+    assert row_at(output, "S_Write_Indv", 1, 16, mode="non-aggregate")["t_us"] == 214.79

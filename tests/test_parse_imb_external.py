@@ -7,6 +7,7 @@ with those values must exist); ``notes`` a substring of a note (parse) or of the
 """
 
 import csv
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -83,3 +84,41 @@ def test_banner_spellings_give_the_printed_version():
         output = parse_imb(banner.format(vendor, rest) + table)
         assert output.meta["version"] == version and output.meta["suite"] == "MPI-1"
         assert len(output.rows) == 1
+
+
+def test_a_banner_broken_over_two_lines_is_still_the_banner():
+    # intel/mpi-benchmarks#62: "..., MPI-IO" / "partn#---": read as the banner, so the excerpt
+    # (which stops after one row) is refused as cut off instead of read as an unbannered table.
+    text = (EXTERNAL / "imb2021.8-io-ompi506-siwriteindv-excerpt.txt").read_text()
+    assert "MPI-IO\npartn#---" in text
+    with pytest.raises(ParseError, match=r"S_IWrite_Indv \(#processes=1, mode=aggregate\)"):
+        parse_imb(text)
+    whole = text + "\n\n# All processes entering MPI_Finalize\n"
+    output = parse_imb(whole)
+    assert (output.meta["version"], output.meta["suite"]) == ("2021.8", "MPI-IO")
+    assert any("banner broken over two lines" in note for note in output.notes)
+
+
+def test_missing_version_and_process_count_are_notes_not_guesses():
+    text = (EXTERNAL / "imb2017u2-darwin-alltoallv-np2.txt").read_text()
+    no_version = parse_imb(text.replace("Benchmarks 2017 update 2, MPI-1", "Benchmarks, MPI-1"))
+    assert no_version.meta["version"] is None and no_version.meta["suite"] == "MPI-1"
+    assert any("IMB version not printed" in note for note in no_version.notes)
+    assert len(no_version.rows) == 24
+    no_np = parse_imb(text.replace("# #processes = 2 \n", ""))
+    assert {row["np"] for row in no_np.rows} == {None} and len(no_np.rows) == 24
+    assert any("Alltoallv without a '# #processes' line: process count not printed" in note
+               for note in no_np.notes)
+
+
+def test_output_indented_in_markdown_reads_as_the_plain_one():
+    text = (EXTERNAL / "imb4.0u1-intelmpi-azure-pingpong-np2.txt").read_text()
+    indented = "".join("    " + line if line.strip() else line for line in text.splitlines(keepends=True))
+    assert parse_imb(indented).rows == parse_imb(text).rows
+
+
+def test_outputs_by_imb_version_and_program():
+    versions = Counter(entry["imb_version"].split(" (")[0] for entry in ENTRIES)
+    programs = Counter(next(iter(re.findall(r"IMB-[A-Z0-9]+", entry["imb_version"])), "IMB-MPI1")
+                       for entry in ENTRIES)
+    assert len(versions) >= 8 and {"IMB-EXT", "IMB-IO", "IMB-NBC", "IMB-MPI1"} <= set(programs)

@@ -57,11 +57,16 @@ _BAD_TERMINATION = re.compile(r"BAD TERMINATION|YOUR APPLICATION TERMINATED")
 # "Intel(R) MPI Benchmarks 2021.11, MPI-1 part" (2019 on); "Intel (R) MPI Benchmarks 2018, MPI-1 part"
 # (4.0 to 2018, also the IMB of Mellanox OFED / HPC-X); "Intel (R) MPI Benchmark Suite V3.2, MPI-1 part"
 # (2.3 to 3.2); "PALLAS MPI Benchmark Suite V2.2, ..." (IMB's predecessor). IMB-IO 2021 prints "partn".
-_BANNER = re.compile(r"^#\s+(?:Intel\s?\(R\)|PALLAS) MPI Benchmarks?(?: Suite)? (?P<version>.+?), "
+_BANNER = re.compile(r"^#\s+(?:Intel\s?\(R\)|PALLAS) MPI Benchmarks?(?: Suite)?(?: (?P<version>[^,]+?))?, "
                      r"(?P<suite>\S+) part")
+# The same banner broken after the suite ("..., MPI-IO" / "partn#---"), as pasted into an issue.
+_BANNER_HEAD = re.compile(r"^#\s+(?:Intel\s?\(R\)|PALLAS) MPI Benchmarks?(?: Suite)?(?: (?P<version>[^,]+?))?, "
+                          r"(?P<suite>\S+)$")
+_BANNER_TAIL = re.compile(r"^part(?:n|\b)")
 _SUITE_VERSION = re.compile(r"^V(?=\d)")  # "V3.2" -> "3.2"
 _SEPARATOR = re.compile(r"^#-+$")
-_BENCHMARKING = re.compile(r"^# Benchmarking (?P<multi>Multi-)?(?P<name>\S+)")
+# IMB-P2P prints the process grid of Stencil2D/3D: "# Benchmarking Stencil2D (2 x 2)"
+_BENCHMARKING = re.compile(r"^# Benchmarking (?P<multi>Multi-)?(?P<name>\S+)(?: \((?P<grid>\d+(?: x \d+)+)\))?")
 _PROCESSES = re.compile(r"^# #processes = (?P<np>\d+)(?: \(threads: (?P<threads>\d+)\))?")
 _GROUPS = re.compile(r"^# \( (?P<groups>\d+) groups? of (?P<np>\d+) process")
 _MODE = re.compile(r"^#\s+MODE: (?P<mode>[A-Z-]+)")
@@ -145,13 +150,21 @@ def _clean_lines(text: str, notes: List[str]) -> List[_Line]:
 # ----------------------------------------------------------------------------------------------
 
 
-def _find_banner(lines: List[_Line]) -> Optional[Tuple[int, str, str]]:
-    """Return (index of the banner line, version, suite), or None without a banner."""
+def _find_banner(lines: List[_Line], notes: List[str]) -> Optional[Tuple[int, int, Optional[str], str]]:
+    """Return (index of the banner's first line, of its last line, version or None, suite), or None
+    without a banner."""
     for index, line in enumerate(lines):
-        match = _BANNER.match(line.text)
+        match, last = _BANNER.match(line.text), index
+        split = None if match else _BANNER_HEAD.match(line.text.rstrip())
+        if split and index + 1 < len(lines) and _BANNER_TAIL.match(lines[index + 1].text):
+            notes.append(f"line {line.number}: IMB banner broken over two lines")
+            match, last = split, index + 1
         if match:
+            if match.group("version") is None:
+                notes.append(f"line {line.number}: IMB banner without a version: IMB version not printed")
+                return index, last, None, match.group("suite")
             version = _SUITE_VERSION.sub("", match.group("version").strip())
-            return index, version, match.group("suite")
+            return index, last, version, match.group("suite")
     return None
 
 
@@ -335,6 +348,8 @@ def _start_table(lines: List[_Line], index: int, suite: Optional[str], multi: Op
         return None
     is_multi = multi if multi is not None else (0 if title.group("multi") else None)
     context = {"suite": suite, "benchmark": title.group("name"), "multi": is_multi, "np": None, "mode": None}
+    if title.group("grid"):
+        context["grid"] = title.group("grid").replace(" ", "")
     return _Table(start=lines[index + 1].number, context=context)
 
 
@@ -382,7 +397,8 @@ def parse_imb(text: str) -> Output:
 
     ``rows`` holds one dict per table row. Keys (only those that apply to the layout):
     ``suite``, ``benchmark``, ``multi`` (None, 0 or 1), ``np``, ``groups``, ``group``,
-    ``threads``, ``mode`` ("aggregate"/"non-aggregate"/None), ``bytes`` (None for
+    ``threads``, ``grid`` (IMB-P2P Stencil2D/3D process grid, e.g. "2x2"), ``mode``
+    ("aggregate"/"non-aggregate"/None), ``bytes`` (None for
     Barrier-like tables), ``repetitions``, ``t_min_us``, ``t_max_us``, ``t_avg_us``, ``t_us``,
     ``mbytes_per_s``, ``msg_per_s``, ``t_ovrl_us``, ``t_pure_us``, ``t_cpu_us``,
     ``overlap_pct``, ``defects``, ``status`` ("ok", "out-of-mem", "time-out",
@@ -400,13 +416,13 @@ def parse_imb(text: str) -> Output:
         raise ParseError("empty output (IMB prints nothing for some rejected arguments, e.g. -msglog 8:2)")
     notes: List[str] = []
     lines = _clean_lines(_dedent(text), notes)
-    found = _find_banner(lines)
+    found = _find_banner(lines, notes)
     if found is None:
-        banner, version, suite = -1, None, None
+        first, banner, version, suite = 0, -1, None, None
         notes.append("no IMB banner: IMB version and suite not printed")
     else:
-        banner, version, suite = found
-    for line in lines[:max(banner, 0)]:
+        first, banner, version, suite = found
+    for line in lines[:first]:
         if line.text and not _SEPARATOR.match(line.text):
             notes.append(f"line {line.number} before banner: {line.text}")
     calling = _calling_sequence(lines)
@@ -429,6 +445,9 @@ def parse_imb(text: str) -> Output:
             continue
         if table is not None:
             header = _read_section_header(lines, index + 1, table, multi)
+            if table.context["np"] is None:
+                notes.append(f"line {table.start}: table {table.context['benchmark']} without a "
+                             "'# #processes' line: process count not printed")
             table.columns = _columns_from_header(lines[header], notes)
             if "group" in table.columns:
                 table.context["multi"] = 1  # only -multi 1 prints a Group column
