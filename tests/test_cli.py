@@ -180,6 +180,16 @@ def test_secrets_never_reach_provenance(monkeypatch):
     assert clean == {"UCX_TLS": "sm", "HTTPS_PROXY": "http://***@proxy:3128"}
 
 
+def test_a_recorded_launch_line_carries_no_secret():
+    from commstack.launch.command import LaunchCommand
+    from commstack.provenance import scrubbed_shell
+
+    command = LaunchCommand(["IMB-MPI1", "PingPong"], {"MY_API_TOKEN": "s3cret", "UCX_TLS": "tcp"}, {})
+    line = scrubbed_shell(command)
+    assert "s3cret" not in line and "MY_API_TOKEN" not in line
+    assert "UCX_TLS=tcp" in line and line.endswith("IMB-MPI1 PingPong")
+
+
 def test_store_never_overwrites(tmp_path: Path):
     from commstack.store.files import AlreadyExists, write_new
 

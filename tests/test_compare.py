@@ -12,7 +12,6 @@ unlucky (medians of B/A of 0.9 and 1.3 were seen), which compare's paired-repeat
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from textwrap import dedent
@@ -22,6 +21,7 @@ import pytest
 import yaml
 
 from commstack.store.files import write_new_json
+from commstack.store.record import Record
 from tests.sweeps import commstack, ok_counts, records
 
 MATRIX = dedent("""
@@ -61,7 +61,7 @@ def scaled_copy(source: Path, target: Path, factor: float,
     """A new campaign holding ``source``'s records with the times of selected rows x factor."""
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("record.json", "report"))
     for path in source.glob("points/*/rep*.try*/record.json"):
-        rec = json.loads(path.read_text())
+        rec = Record.load(path).to_dict()  # rows as objects, whatever form record.json holds
         for row in rec.get("parsed") or []:
             if select(rec, row):
                 row.update({k: row[k] * factor for k in TIMES if isinstance(row.get(k), float)})

@@ -19,6 +19,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 import commstack
 from commstack import flavours
+from commstack.launch.command import LaunchCommand
 from commstack.launch.stack import ResolvedStack
 
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "KEY", "CREDENTIAL",
@@ -34,6 +35,11 @@ def scrub_env(env: Dict[str, str]) -> Dict[str, str]:
             continue
         clean[name] = _URL_CREDENTIALS.sub(r"\1***@", value)
     return clean
+
+
+def scrubbed_shell(command: LaunchCommand) -> str:
+    """The launch line as recorded: the command's own, with secret-named variables left out."""
+    return LaunchCommand(command.argv, scrub_env(command.env), command.prepends).shell()
 
 
 def _capture(argv: List[str], env: Optional[Dict[str, str]] = None, timeout: float = 30) -> str:

@@ -42,6 +42,7 @@ from commstack.matrix.parameters import matrix_name
 from commstack.placement.check import CONTRADICTS, MISMATCH_STATUS, record_placement
 from commstack.progress import Progress
 from commstack.store import campaign as store
+from commstack.store import tidy_index
 from commstack.store.campaign import Campaign
 from commstack.store.files import write_new, write_new_json
 from commstack.store.record import Placement, Record, SlurmStep, StackInfo, UcxReport
@@ -286,6 +287,7 @@ def run_sweep(
         # failing (a full disk), failing to write it must not hide that error.
         with contextlib.suppress(*((OSError,) if sys.exc_info()[0] else ())):
             write_records_csv(campaign.root, campaign.records())
+            tidy_index.compact(campaign.root)
     return result
 
 
@@ -480,7 +482,7 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
                 argv=command.argv,
                 env=provenance.scrub_env(command.env),
                 env_prepends=command.prepends,
-                command=command.shell(),
+                command=provenance.scrubbed_shell(command),
                 ranks=command.ranks,
                 nodes=point.get("nodes", 1),
                 oversubscribed=command.oversubscribed,
@@ -506,7 +508,8 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
                 stdout="stdout.txt",
                 stderr="stderr.txt",
             )
-            write_new_json(attempt.record_path, record.to_dict())
+            write_new(attempt.record_path, record.dumps())
+            tidy_index.append(campaign.root, record)  # before the attempt is released
             return record
     finally:
         attempt.release()

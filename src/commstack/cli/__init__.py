@@ -15,6 +15,7 @@ from commstack.cli import (
     mirror,
     parse,
     plan,
+    query,
     rehearse,
     report,
     run,
@@ -30,6 +31,7 @@ COMMANDS["compare"] = compare
 COMMANDS["tune"] = tune
 COMMANDS["machine"] = machine
 COMMANDS["rehearse"] = rehearse
+COMMANDS["query"] = query
 
 EXIT_STATUS = """\
 exit status:

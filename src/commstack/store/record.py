@@ -2,13 +2,19 @@
 
 ``points/<id>/rep<k>.try<n>/record.json`` holds one record. Every reader loads it through
 ``Record.from_dict`` (which also reads the shapes earlier versions wrote) and every writer
-produces it with ``Record.to_dict``; ``record.schema.json`` beside this module describes the
-written form and ``schema`` says which version wrote it.
+produces it with ``Record.dumps`` (``Record.to_dict`` is the full form readers see);
+``record.schema.json`` beside this module describes both and ``schema`` says which version
+wrote it.
 
 Versions:
   1  (commstack <= 0.4; no ``schema`` key in the earliest records) ``parsed`` was a list of rows,
      or one object for cartex; fields added over time may be absent.
   2  ``parsed`` is always a list of rows (every benchmark family's output has one shape).
+  3  written compactly (``Record.dumps``): fields holding their default are left out, one line
+     per field without indentation, and row lists (``parsed``, ``placement.ranks``) stored as
+     tables (``{"blocks": [{"columns", "same", "rows"}]}``, see ``rows_table``); ``command``
+     left out when it is the line ``argv``, ``env`` and ``env_prepends`` give (rebuilt on
+     reading). The lists of rows that earlier versions wrote are still read, in any version.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA_FILE = Path(__file__).with_name("record.schema.json")
 
 # Statuses a record can have; FAILURES count as a failed attempt, `interrupted` as not run.
@@ -27,6 +33,9 @@ STATUSES = ("ok", "crash", "timeout", "parse-error", "launch-error", "placement-
             "interrupted")
 
 Row = Dict[str, Any]  # one result row, keys as the benchmark family's parser names them
+# source["kind"] of a record imported from a raw benchmark output (a run made elsewhere), as
+# opposed to numbers copied from a published table (commstack.importers.raw).
+RAW_OUTPUT = "raw output"
 
 
 class RecordError(ValueError):
@@ -135,11 +144,39 @@ class Record:
         return self.status == "ok"
 
     @property
+    def published(self) -> bool:
+        """Imported numbers from a published table, not a run's output (raw outputs imported
+        with ``commstack import --benchmark`` are runs, made elsewhere)."""
+        return self.imported and (self.source or {}).get("kind") != RAW_OUTPUT
+
+    @property
     def flavour(self) -> Optional[str]:
         return self.stack_info.flavour
 
     def to_dict(self) -> Dict[str, Any]:
+        """Every field, rows as lists of objects (what readers and the JSON Schema see)."""
         return dataclasses.asdict(self)
+
+    def stored(self) -> Dict[str, Any]:
+        """The form ``record.json`` holds: defaults left out, row lists as tables."""
+        data = _without_defaults(self)
+        if self.argv and self.command == _shell_line(self.argv, self.env, self.env_prepends):
+            del data["command"]  # the launch line, rebuilt on reading from argv and env
+        elif self.argv:
+            data["command"] = self.command  # also when null: not to be rebuilt
+        if "parsed" in data:
+            data["parsed"] = rows_table(data["parsed"])
+        placement = data.get("placement")
+        if placement and placement.get("ranks"):
+            placement["ranks"] = rows_table(placement["ranks"])
+        return data
+
+    def dumps(self) -> bytes:
+        """``record.json``'s bytes: one field per line, no indentation, keys sorted."""
+        data = self.stored()
+        lines = [f"{json.dumps(k)}:{json.dumps(data[k], sort_keys=True, separators=(',', ':'), default=str)}"
+                 for k in sorted(data)]
+        return ("{\n" + ",\n".join(lines) + "\n}\n").encode()
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any], where: str = "record") -> "Record":
@@ -150,7 +187,16 @@ class Record:
         if not isinstance(version, int) or version > SCHEMA_VERSION:
             raise RecordError(f"{where}: schema {version!r} is newer than this commstack reads "
                               f"(up to {SCHEMA_VERSION}); upgrade commstack")
-        data = _upgrade(dict(data)) if version < SCHEMA_VERSION else dict(data)
+        data = _upgrade(dict(data)) if version < 2 else dict(data)
+        if version >= 3 and data.get("argv") and "command" not in data:
+            data["command"] = _shell_line(data["argv"], data.get("env") or {},
+                                          data.get("env_prepends") or {})
+        data["schema"] = SCHEMA_VERSION
+        data["parsed"] = table_rows(data.get("parsed"), f"{where}: parsed")
+        placement = data.get("placement")
+        if isinstance(placement, dict) and "ranks" in placement:
+            data["placement"] = dict(placement, ranks=table_rows(placement["ranks"],
+                                                                 f"{where}: placement.ranks"))
         missing = [f.name for f in dataclasses.fields(cls)
                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
                    and f.name not in data]
@@ -196,8 +242,97 @@ def _upgrade(data: Dict[str, Any]) -> Dict[str, Any]:
             data.pop(key, None)
     if data.get("stack_info") is None:
         data.pop("stack_info", None)
-    data["schema"] = SCHEMA_VERSION
     return data
+
+
+# Integer row keys that label a group of rows (a process count) rather than one row: a table
+# block starts where one changes, as where a text value or the row's keys change.
+_LABEL_KEYS = ("np", "groups", "group", "threads", "node", "ranks")
+
+
+def rows_table(rows: List[Row]) -> Dict[str, Any]:
+    """Rows as blocks of consecutive rows with the same keys and labels: per block the keys
+    whose value varies (``columns``), the values shared by all its rows (``same``) and one list
+    of values per row (``rows``); values all blocks share once (``same`` beside ``blocks``).
+    ``table_rows`` gives the rows back, equal key for key."""
+    blocks: List[List[Row]] = []
+    for row in rows:
+        if blocks and _label(blocks[-1][0]) == _label(row):
+            blocks[-1].append(row)
+        else:
+            blocks.append([row])
+    out = []
+    for block in blocks:
+        first = block[0]
+        same = {k: v for k, v in first.items() if all(_equal(r[k], v) for r in block[1:])} \
+            if len(block) > 1 else {}
+        columns = sorted(k for k in first if k not in same)
+        out.append({"columns": columns, "same": same, "rows": [[r[k] for k in columns] for r in block]})
+    # Values every block shares are written once.
+    shared = {k: v for k, v in out[0]["same"].items()
+              if all(k in b["same"] and _equal(b["same"][k], v) for b in out[1:])} \
+        if len(out) > 1 else {}
+    for b in out:
+        b["same"] = {k: v for k, v in b["same"].items() if k not in shared}
+    return {"same": shared, "blocks": out} if shared else {"blocks": out}
+
+
+def _label(row: Row) -> tuple:
+    return (tuple(sorted(row)),) + tuple(
+        (k, _json(v)) for k, v in sorted(row.items())
+        if k in _LABEL_KEYS or v is None or isinstance(v, (str, bool)))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """Equal as written: 1, 1.0 and true are three values."""
+    return _json(a) == _json(b)
+
+
+def table_rows(value: Any, where: str) -> List[Row]:
+    """The rows of a ``rows_table`` (a list of rows, as earlier versions wrote, is kept)."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    try:
+        rows = []
+        for block in value["blocks"]:
+            columns, same = block["columns"], dict(value.get("same", {}), **block["same"])
+            for values in block["rows"]:
+                if len(values) != len(columns):
+                    raise ValueError(f"a row has {len(values)} values for {len(columns)} columns")
+                row = dict(same, **dict(zip(columns, values)))
+                rows.append({k: row[k] for k in sorted(row)})
+        return rows
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RecordError(f"{where}: not a list of rows or a table of them ({exc})") from None
+
+
+def _shell_line(argv: List[str], env: Dict[str, str], prepends: Dict[str, List[str]]) -> str:
+    from commstack.launch.command import LaunchCommand  # the one writer of launch lines
+
+    return LaunchCommand(list(argv), dict(env), dict(prepends)).shell()
+
+
+def _without_defaults(value: Any) -> Any:
+    """A dataclass as a dict without the fields that hold their default (nested dataclasses
+    likewise); ``schema`` is always kept."""
+    if not dataclasses.is_dataclass(value):
+        return value
+    out = {}
+    for f in dataclasses.fields(value):
+        item = getattr(value, f.name)
+        default = (f.default_factory() if f.default_factory is not dataclasses.MISSING
+                   else f.default)
+        if f.name != "schema" and default is not dataclasses.MISSING and item == default:
+            continue
+        out[f.name] = (_without_defaults(item) if dataclasses.is_dataclass(item)
+                       else json.loads(json.dumps(item, default=str)))
+    return out
 
 
 def schema() -> Dict[str, Any]:

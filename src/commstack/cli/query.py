@@ -1,0 +1,272 @@
+"""Query the tidy rows of many campaigns and machines: the best setting per message size, or SQL.
+
+  commstack query results --best-per-size --benchmark imb-mpi1 --test Allreduce [--csv]
+  commstack query results/a/x results/b/y --sql "SELECT machine, count(*) FROM rows GROUP BY 1"
+
+Paths are campaigns or folders holding them (searched below). Each campaign's Parquet index
+(<campaign>/index/, see commstack.store.tidy_index) is first brought up to date from its records,
+which needs pyarrow (extra `index`); --sql runs DuckDB (extra `query`) over a view `rows` of every
+index.
+
+--best-per-size: per machine and result row (process count, message size), each setting's trimmed
+mean over its repeats (one min and one max dropped) with the range of the repeats, as summary.csv
+has them. A setting is called best only when it beats every other beyond noise (half the larger
+min-max range of the two: the tuner's rule); otherwise the row says which settings are within
+noise of it. Oversubscribed runs and IMB sub-runs are compared only among themselves, and marked
+(⚠ov, ⚠sub). A setting is the point's parameters that differ between the machine's points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from commstack.aggregate import print_quantum, trimmed_mean
+from commstack.benchmarks import registry
+from commstack.cli.common import campaigns_under
+from commstack.errors import CampaignError
+from commstack.markdown_table import table
+from commstack.optional import require
+from commstack.report.numbers import Resolution, cell
+from commstack.store import tidy_index
+from commstack.tune.decide import Stats, beats
+
+NOISE = "range"  # the reports' and the tuner's default rule
+BEST_COLUMNS = ["machine", "benchmark", "test", "np", "bytes", "mode", "metric", "unit", "marks", "verdict",
+                "setting", "campaign", "point_id", "n", "trimmed_mean", "min", "max",
+                "within_noise", "runner_up", "runner_up_trimmed_mean", "settings"]
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", type=Path, nargs="+",
+                   help="campaigns (results/<machine>/<campaign>) or folders holding them")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--best-per-size", action="store_true",
+                      help="the best setting per machine and message size, noise-aware")
+    what.add_argument("--sql", metavar="QUERY",
+                      help="a DuckDB query over the view `rows` (the index's columns)")
+    p.add_argument("--benchmark", help="with --best-per-size: the matrix benchmark (imb-mpi1, osu, ...)")
+    p.add_argument("--test", help="with --best-per-size: the row's benchmark (Allreduce, osu_latency, ...)")
+    p.add_argument("--csv", action="store_true", help="CSV instead of a Markdown table")
+
+
+def execute(args: argparse.Namespace) -> int:
+    campaigns = find_campaigns(args.paths)
+    if args.sql:
+        headers, rows = sql(campaigns, args.sql)
+    else:
+        if not args.benchmark:
+            raise CampaignError("--best-per-size needs --benchmark (one of: "
+                                f"{', '.join(registry.names())})")
+        found = best_per_size(tidy_index.read_rows(campaigns), args.benchmark, args.test)
+        headers = BEST_COLUMNS
+        rows = [[r.get(c) for c in BEST_COLUMNS] for r in found] if args.csv else []
+        if not args.csv:
+            headers, rows = best_markdown(found)
+    sys.stdout.write(to_csv(headers, rows) if args.csv else "\n".join(table(
+        headers, [[_shown(v) for v in r] for r in rows], _align(len(headers), rows))) + "\n")
+    return 0
+
+
+def _align(width: int, rows: Sequence[Sequence[Any]]) -> str:
+    """Numbers right, the rest left."""
+    def numeric(i: int) -> bool:
+        values = [r[i] for r in rows if r[i] is not None]
+        return bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                    for v in values)
+    return "".join("r" if numeric(i) else "l" for i in range(width))
+
+
+def find_campaigns(paths: Sequence[Path]) -> List[Path]:
+    found: List[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise CampaignError(f"{path}: no such campaign or folder")
+        here = [path] if (path / "campaign.json").is_file() else campaigns_under(path)
+        if not here:
+            raise CampaignError(f"{path} holds no campaign (no campaign.json below it)")
+        found += [p for p in here if p not in found]
+    return found
+
+
+# --- best setting per message size --------------------------------------------------------------
+@dataclass
+class Candidate:
+    """One setting's repeats at one result row."""
+
+    machine: str
+    campaign: str
+    point_id: str
+    params: Dict[str, Any]
+    row: Dict[str, Any]  # test, np, bytes, metric, unit, lower_is_better, row_key, ranks
+    samples: List[float] = field(default_factory=list)
+    oversubscribed: bool = False
+
+    @property
+    def subrun(self) -> bool:
+        ranks, np_ = self.row["ranks"], self.row["np"]
+        return bool(ranks and np_ and np_ < ranks)
+
+    @property
+    def marks(self) -> str:
+        return " ".join(m for m, on in (("⚠ov", self.oversubscribed), ("⚠sub", self.subrun)) if on)
+
+    def stats(self) -> Stats:
+        """Trimmed mean and range; negated when higher is better, so lower always wins."""
+        sign = 1.0 if self.row["lower_is_better"] else -1.0
+        return Stats.of([sign * v for v in self.samples])
+
+
+def best_per_size(rows: List[Dict[str, Any]], benchmark: str, test: Optional[str]
+                  ) -> List[Dict[str, Any]]:
+    """One result per machine, result row and cleanliness: the best setting and its verdict."""
+    known = {b.lower(): b for b in registry.names()}
+    if benchmark.lower() not in known:
+        raise CampaignError(f"--benchmark {benchmark}: unknown; known: {', '.join(registry.names())}")
+    name = known[benchmark.lower()]
+    candidates: Dict[Tuple, Candidate] = {}
+    tests = set()
+    for r in rows:
+        if r["benchmark"] != name or r["status"] != "ok" or r["metric"] is None \
+                or (r["row_status"] or "ok") != "ok":
+            continue
+        tests.add(r["test"])
+        if test and (r["test"] or "").lower() != test.lower():
+            continue
+        key = (r["machine"], r["campaign"], r["point_id"], r["metric"], *_row(r))
+        cand = candidates.get(key)
+        if cand is None:
+            cand = candidates[key] = Candidate(
+                r["machine"], r["campaign"], r["point_id"], json.loads(r["params"]),
+                {k: r[k] for k in ("test", "np", "bytes", "mode", "metric", "unit",
+                                   "lower_is_better", "row_key", "ranks")})
+        cand.samples.append(r["value"])
+        cand.oversubscribed = cand.oversubscribed or bool(r["oversubscribed"])
+    if not candidates:
+        raise CampaignError(f"no successful {name} rows" + (f" of {test}" if test else "")
+                            + " in these campaigns" + (f" (tests there: {', '.join(sorted(t for t in tests if t))})"
+                                                       if tests else ""))
+    labels = _setting_labels(list(candidates.values()))
+    groups: Dict[Tuple, List[Candidate]] = {}
+    for cand in candidates.values():
+        groups.setdefault((cand.machine, cand.row["metric"], *_row(cand.row), cand.marks),
+                          []).append(cand)
+    out = [_decide(group, labels, name) for group in groups.values()]
+    return sorted(out, key=lambda r: (r["machine"], r["marks"] != "", r["marks"], r["test"] or "",
+                                      r["np"] or 0, r["bytes"] if r["bytes"] is not None else -1,
+                                      r["metric"]))
+
+
+def _row(row: Dict[str, Any]) -> Tuple:
+    """What tells result rows apart (the family's row keys, as aggregate groups them)."""
+    return tuple(row[k] for k in ("test", "np", "bytes", "mode", "row_key"))
+
+
+def _setting_labels(candidates: List[Candidate]) -> Dict[Tuple[str, str, str], str]:
+    """Per machine, each point named by the parameters that differ between its points (and its
+    campaign, when the machine has several)."""
+    by_machine: Dict[str, Dict[Tuple[str, str], Dict[str, Any]]] = {}
+    for c in candidates:
+        by_machine.setdefault(c.machine, {})[(c.campaign, c.point_id)] = c.params
+    labels = {}
+    for machine, points in by_machine.items():
+        names = sorted({k for p in points.values() for k in p})
+        varying = [k for k in names if len({json.dumps(p.get(k), default=str) for p in points.values()}) > 1]
+        several = len({campaign for campaign, _ in points}) > 1
+        for (campaign, point_id), params in points.items():
+            text = " ".join(f"{k}={params[k]}" for k in varying if k in params) or "(the only setting)"
+            labels[(machine, campaign, point_id)] = f"{campaign}: {text}" if several else text
+    return labels
+
+
+def _decide(group: List[Candidate], labels: Dict[Tuple[str, str, str], str], benchmark: str
+            ) -> Dict[str, Any]:
+    stats = {id(c): c.stats() for c in group}
+    ordered = sorted(group, key=lambda c: (stats[id(c)].value, labels[(c.machine, c.campaign, c.point_id)]))
+    best, others = ordered[0], ordered[1:]
+    within = [c for c in others if not beats(stats[id(best)], stats[id(c)], NOISE)]
+    label = labels[(best.machine, best.campaign, best.point_id)]
+    if not others:
+        verdict = "only setting measured"
+    elif within:
+        verdict = f"no win: {len(within)} of {len(others)} other setting(s) within noise"
+    else:
+        verdict = f"best, beyond noise of all {len(others)} other(s)"
+    runner = others[0] if others else None
+    return {
+        "machine": best.machine, "benchmark": benchmark, "test": best.row["test"],
+        "np": best.row["np"], "bytes": best.row["bytes"], "mode": best.row["mode"],
+        "metric": best.row["metric"],
+        "unit": best.row["unit"], "marks": best.marks, "verdict": verdict, "setting": label,
+        "campaign": best.campaign, "point_id": best.point_id, "n": len(best.samples),
+        "trimmed_mean": trimmed_mean(best.samples), "min": min(best.samples),
+        "max": max(best.samples),
+        "within_noise": "; ".join(labels[(c.machine, c.campaign, c.point_id)] for c in within),
+        "runner_up": labels[(runner.machine, runner.campaign, runner.point_id)] if runner else None,
+        "runner_up_trimmed_mean": trimmed_mean(runner.samples) if runner else None,
+        "runner_up_min": min(runner.samples) if runner else None,
+        "runner_up_max": max(runner.samples) if runner else None,
+        "runner_up_n": len(runner.samples) if runner else None,
+        "settings": len(group), "repeats": max(len(c.samples) for c in group),
+    }
+
+
+def best_markdown(found: List[Dict[str, Any]]) -> Tuple[List[str], List[List[Any]]]:
+    by_metric: Dict[str, List[float]] = {}
+    for r in found:
+        by_metric.setdefault(r["metric"], []).extend([r["min"], r["max"]])
+    res = {m: Resolution.of(print_quantum(v), v) for m, v in by_metric.items()}
+    headers = ["machine", "test", "np", "bytes", "metric", "best setting", "value [range]",
+               "verdict", "runner-up", "runner-up value [range]"]
+    rows = []
+    for r in found:
+        fmt = res[r["metric"]]
+        value = cell(r["trimmed_mean"], r["min"], r["max"], r["n"], fmt, r["repeats"],
+                     [r["marks"]] if r["marks"] else [])
+        runner = (cell(r["runner_up_trimmed_mean"], r["runner_up_min"], r["runner_up_max"],
+                       r["runner_up_n"], fmt, r["repeats"]) if r["runner_up"] else None)
+        rows.append([r["machine"], r["test"], r["np"], r["bytes"],
+                     f"{registry.label(r['metric'])}", r["setting"], value, r["verdict"],
+                     r["runner_up"], runner])
+    return headers, rows
+
+
+# --- SQL ----------------------------------------------------------------------------------------
+def sql(campaigns: List[Path], query: str) -> Tuple[List[str], List[List[Any]]]:
+    duckdb = require("duckdb", "query", "commstack query --sql")
+    files = tidy_index.part_files(campaigns)
+    if not files:
+        raise CampaignError("no records in " + ", ".join(map(str, campaigns)) + " yet")
+    listed = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
+    con = duckdb.connect()
+    try:
+        con.execute(f"CREATE VIEW rows AS SELECT * FROM read_parquet([{listed}])")
+        result = con.execute(query)
+        headers = [d[0] for d in result.description or []]
+        return headers, [list(r) for r in result.fetchall()]
+    except duckdb.Error as exc:
+        raise CampaignError(f"--sql: {str(exc).splitlines()[0]}") from None
+    finally:
+        con.close()
+
+
+def to_csv(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(headers)
+    writer.writerows([["" if v is None else v for v in r] for r in rows])
+    return buf.getvalue()
+
+
+def _shown(value: Any) -> Any:
+    if isinstance(value, float):
+        from commstack.report.numbers import plain
+
+        return plain(value, 6)
+    return value

@@ -1,0 +1,303 @@
+"""A campaign's tidy rows as Parquet: ``<campaign>/index/*.parquet``, derived from the records.
+
+One row per record and result row (a record without rows gives one row with no metric), in one
+fixed schema (``COLUMNS``) for every campaign and benchmark, so ``pandas.read_parquet(index)``
+and DuckDB's ``read_parquet('<campaign>/index/*.parquet')`` read it as it is, one campaign or
+many. The records stay the source of truth: the index is never needed to read them, and is
+rebuilt from them whenever it is missing or stale.
+
+Parquet files are immutable, so the index is a folder of parts:
+
+* ``r-<point>-rep<k>.try<n>.parquet``: one record's rows, written by the runner that wrote the
+  record (``append``), before it releases the attempt's lock. Names are unique per record, so
+  runners writing into one campaign never collide, and a part is written once (temporary file,
+  then a link: never half a file).
+* ``c-<utc>-<host>-<pid>.parquet``: parts merged into one (``compact``), at the end of a run and
+  when parts pile up.
+
+Stale: the records whose attempts are finished (a record.json, the attempt's lock free) differ
+from the records the parts hold. Missing ones are added; parts holding a record that is gone, or
+written in another index format (``FORMAT``), mean a rebuild from the records. ``ensure`` does
+this under ``index/.lock``, as ``compact`` does, so two of them never work on one index at once.
+
+Without pyarrow (an optional extra: compute nodes run sweeps with few packages) ``append`` does
+nothing and the index is built by the first ``ensure`` (``commstack query``) where pyarrow is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
+
+from commstack.benchmarks import registry
+from commstack.optional import require
+from commstack.store.campaign import Campaign
+from commstack.store.files import AlreadyExists, _temporary, write_new
+from commstack.store.record import Record
+
+INDEX_DIR = "index"
+FORMAT = "1"  # the index's own version, in every part's metadata: another one means a rebuild
+_FORMAT_KEY = "commstack.index"
+# Parts written one per record before they are merged: more than this and `append` merges.
+MAX_PARTS = 64
+_HOST = socket.gethostname().replace("/", "_")
+
+# (name, pyarrow type name): the index's columns, the same in every part of every campaign.
+COLUMNS: Tuple[Tuple[str, str], ...] = (
+    ("campaign", "string"), ("machine", "string"), ("benchmark", "string"),
+    ("point_id", "string"), ("repeat", "int32"), ("attempt", "int32"), ("status", "string"),
+    ("exit_code", "int32"), ("stack", "string"), ("flavour", "string"), ("ranks", "int32"),
+    ("nodes", "int32"), ("oversubscribed", "bool_"), ("placement", "string"),
+    ("start", "float64"), ("duration_s", "float64"), ("imported", "bool_"),
+    ("params", "string"),  # the point's parameters, JSON with sorted keys
+    ("test", "string"),  # the row's own benchmark (IMB's Allreduce, OSU's osu_latency, ...)
+    ("np", "int64"), ("bytes", "int64"), ("mode", "string"),
+    # JSON object of the family's other row keys that the row has (IMB's groups, threads, ...),
+    # null when none: with test, np, bytes and mode it tells a record's rows apart.
+    ("row_key", "string"),
+    ("row_status", "string"), ("metric", "string"), ("value", "float64"), ("unit", "string"),
+    ("lower_is_better", "bool_"),
+)
+KEY = ("point_id", "repeat", "attempt")
+_OWN_COLUMNS = ("benchmark", "np", "bytes", "mode")  # row keys with a column of their own
+# Min/max statistics (for readers' filters) of the columns worth filtering on; the JSON ones
+# would only make the footer big.
+_WITH_STATISTICS = ["campaign", "machine", "benchmark", "status", "test", "np", "bytes", "metric"]
+
+RecordKey = Tuple[str, int, int]
+
+PYARROW = ("pyarrow", "index", "The Parquet index of a campaign")
+
+
+def index_dir(campaign_root: Path) -> Path:
+    return Path(campaign_root) / INDEX_DIR
+
+
+def rows_of(record: Record) -> List[Dict[str, Any]]:
+    """The index rows of one record."""
+    base = {
+        "campaign": record.campaign, "machine": record.machine, "benchmark": record.benchmark,
+        "point_id": record.point_id, "repeat": record.repeat, "attempt": record.attempt,
+        "status": record.status, "exit_code": _int(record.exit_code), "stack": record.stack,
+        "flavour": record.flavour, "ranks": _int(record.ranks), "nodes": _int(record.nodes),
+        "oversubscribed": record.oversubscribed,
+        "placement": record.placement.verdict if record.placement else None,
+        "start": record.start, "duration_s": record.duration_s, "imported": record.imported,
+        "params": json.dumps(record.params, sort_keys=True, default=str),
+    }
+    if not record.parsed:
+        return [base]
+    keys = [k for k in registry.row_keys(record.benchmark) if k not in _OWN_COLUMNS]
+    out = []
+    for item in record.parsed:
+        figure = registry.metric_of(item, record.benchmark)
+        other = {k: item[k] for k in keys if item.get(k) is not None}
+        out.append(dict(
+            base, test=_text(item.get("benchmark")), np=_int(item.get("np")),
+            bytes=_int(item.get("bytes")), mode=_text(item.get("mode")),
+            row_key=json.dumps(other, sort_keys=True, default=str) if other else None,
+            row_status=_text(item.get("status", "ok")),
+            metric=figure.key if figure else None,
+            value=float(item[figure.key]) if figure else None,
+            unit=figure.unit if figure else None,
+            lower_is_better=figure.lower_is_better if figure else None))
+    return out
+
+
+def _int(value: Any) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(value: Any) -> Optional[str]:
+    return None if value is None else str(value)
+
+
+# --- writing -------------------------------------------------------------------------------
+def _arrow():
+    return require(*PYARROW)
+
+
+def _parquet_bytes(rows: List[Dict[str, Any]]) -> bytes:
+    pa = _arrow()
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in COLUMNS])
+    table = pa.Table.from_pylist(rows, schema=schema)
+    sink = pa.BufferOutputStream()
+    # No Arrow schema copy in the footer (the Parquet types say it all): a smaller part.
+    with pq.ParquetWriter(sink, schema, compression="zstd", write_statistics=_WITH_STATISTICS,
+                          store_schema=False) as writer:
+        writer.write_table(table)
+        writer.add_key_value_metadata({_FORMAT_KEY: FORMAT})
+    return sink.getvalue().to_pybytes()
+
+
+def _part_name(record: Record) -> str:
+    return f"r-{record.point_id}-rep{record.repeat}.try{record.attempt}.parquet"
+
+
+def append(campaign_root: Path, record: Record) -> bool:
+    """Add one record's rows to the campaign's index (the runner that wrote the record, before
+    it releases the attempt). False, doing nothing, without pyarrow or when the part cannot be
+    written: the index is derived, and ``ensure`` adds what is missing from the records."""
+    try:
+        _arrow()
+    except ImportError:
+        return False
+    folder = index_dir(campaign_root)
+    try:
+        folder.mkdir(exist_ok=True)
+        write_new(folder / _part_name(record), _parquet_bytes(rows_of(record)))
+        if len(_parts(folder, "r-")) > MAX_PARTS:
+            with _locked(folder, wait=False) as held:
+                if held:
+                    _compact(folder)
+    except AlreadyExists:
+        pass
+    except Exception:  # noqa: BLE001  never the sweep's failure: `ensure` redoes it, and says why
+        return False
+    return True
+
+
+def _parts(folder: Path, prefix: str = "") -> List[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir()
+                  if p.name.endswith(".parquet") and p.name.startswith(prefix or ("r-", "c-")))
+
+
+@contextlib.contextmanager
+def _locked(folder: Path, wait: bool = True) -> Iterator[bool]:
+    """Hold ``index/.lock`` (True), or yield False at once when another holds it and not ``wait``."""
+    fd = os.open(folder / ".lock", os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def _write_merged(folder: Path, rows: List[Dict[str, Any]], replaced: Iterable[Path]) -> None:
+    """One ``c-`` part holding ``rows`` in place of the parts ``replaced``. The merged part is
+    complete on disk before the old parts go, and appears after them: a reader may briefly
+    miss those rows, never see them twice."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = folder / f"c-{stamp}-{_HOST}-{os.getpid()}-{time.monotonic_ns()}.parquet"
+    tmp = _temporary(target, _parquet_bytes(rows)) if rows else None
+    for part in replaced:
+        with contextlib.suppress(FileNotFoundError):
+            part.unlink()
+    if tmp is not None:
+        os.replace(tmp, target)
+
+
+def _compact(folder: Path) -> None:
+    parts = _parts(folder)
+    if len(parts) > 1:
+        _write_merged(folder, _read_rows(parts), parts)
+
+
+def _read_rows(parts: List[Path]) -> List[Dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    rows: List[Dict[str, Any]] = []
+    for part in parts:
+        rows += pq.read_table(part).to_pylist()
+    return rows
+
+
+# --- keeping it whole ------------------------------------------------------------------------
+def finished_records(campaign: Campaign) -> Dict[RecordKey, Path]:
+    """The records of attempts no runner holds any more (a held one's runner appends it)."""
+    found: Dict[RecordKey, Path] = {}
+    points = campaign.root / "points"
+    if not points.is_dir():
+        return found
+    for point_dir in sorted(points.iterdir()):
+        for attempt in campaign.attempts(point_dir.name):
+            if attempt.record_path.is_file() and not attempt.is_locked():
+                found[(point_dir.name, attempt.repeat, attempt.number)] = attempt.record_path
+    return found
+
+
+def _indexed(parts: List[Path]) -> Optional[Set[RecordKey]]:
+    """The records the parts hold; None when a part is unreadable or of another format."""
+    import pyarrow.parquet as pq
+
+    keys: Set[RecordKey] = set()
+    for part in parts:
+        try:
+            meta = pq.read_metadata(part).metadata or {}
+            if meta.get(_FORMAT_KEY.encode()) != FORMAT.encode():
+                return None
+            table = pq.read_table(part, columns=list(KEY))
+        except (OSError, ValueError):  # pyarrow's ArrowIOError, ArrowInvalid
+            return None
+        keys.update(zip(*(table.column(k).to_pylist() for k in KEY)))
+    return keys
+
+
+def ensure(campaign_root: Path) -> Path:
+    """The campaign's index, complete: built when missing, missing records added, rebuilt when it
+    holds records that are gone or another format; then merged into one part. Needs pyarrow
+    (MissingOptionalDependency otherwise)."""
+    _arrow()
+    campaign = Campaign(Path(campaign_root))
+    folder = index_dir(campaign.root)
+    folder.mkdir(exist_ok=True)
+    with _locked(folder):
+        # Records first, then the parts: a record finished before this listing has its part on
+        # disk already when the parts are read, so it is never added twice.
+        on_disk = finished_records(campaign)
+        parts = _parts(folder)
+        held = _indexed(parts)
+        if held is None or held - set(on_disk):
+            missing, keep = list(on_disk), []
+        else:
+            missing, keep = [k for k in on_disk if k not in held], parts
+        rows = _read_rows(keep) if len(keep) > 1 or missing else []
+        for key in missing:
+            rows += rows_of(Record.load(on_disk[key]))
+        if missing or len(parts) > 1 or keep != parts:
+            _write_merged(folder, rows, parts)
+    return folder
+
+
+def compact(campaign_root: Path) -> None:
+    """Merge the index's parts into one (end of a run); nothing without pyarrow, or while
+    another process works on the index, or when the index cannot be written (it is derived)."""
+    try:
+        _arrow()
+    except ImportError:
+        return
+    folder = index_dir(campaign_root)
+    if not folder.is_dir():
+        return
+    # Never the run's failure (a part a killed writer left unreadable, a full disk): the index
+    # is derived, and `ensure` rebuilds what it cannot read.
+    with contextlib.suppress(Exception), _locked(folder, wait=False) as held:
+        if held:
+            _compact(folder)
+
+
+def read_rows(campaign_roots: Iterable[Path]) -> List[Dict[str, Any]]:
+    """Every index row of the campaigns (each index made complete first)."""
+    rows: List[Dict[str, Any]] = []
+    for root in campaign_roots:
+        rows += _read_rows(_parts(ensure(root)))
+    return rows
+
+
+def part_files(campaign_roots: Iterable[Path]) -> List[Path]:
+    """The Parquet files of the campaigns' indexes (each made complete first)."""
+    return [p for root in campaign_roots for p in _parts(ensure(root))]
