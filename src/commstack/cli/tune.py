@@ -24,8 +24,10 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--local", action="store_true", help="mpirun on this node even in Slurm")
     p.add_argument("--retry-failed", action="store_true",
                    help="steps not decided yet run their failed runs again (a new attempt each)")
-    p.add_argument("--compare-reference", type=Path, default=None, metavar="CSV",
-                   help="a reference decisions CSV (see --import-reference) to compare with")
+    p.add_argument("--compare-reference", type=Path, default=None, metavar="CSV|CAMPAIGN",
+                   help="a reference decisions CSV (see --import-reference) to compare the "
+                        "decisions with, or a campaign (e.g. imported raw outputs) to compare "
+                        "the tuned settings' verify runs with")
     p.add_argument("--import-reference", type=Path, default=None, metavar="CSV",
                    help="normalise published decisions (oci_tuning_decisions.csv) into "
                         "results/bm-optimized3-36/reference-tuning/decisions.csv and exit")
@@ -52,6 +54,13 @@ def execute(args: argparse.Namespace) -> int:
     from commstack.tune.staged import TuneInterrupted, run_plan, tuned_parameters
 
     plan = load_plan(args.plan)
+    reference_figures = None
+    if args.compare_reference and args.compare_reference.is_dir():
+        from commstack.tune import against_campaign
+
+        reference_figures = against_campaign.check_reference_campaign(args.compare_reference)
+    elif args.compare_reference and not args.compare_reference.is_file():
+        raise CampaignError(f"--compare-reference {args.compare_reference}: no such file or campaign")
     machine_name = args.machine or plan.path.resolve().parent.name
     node_type = args.node_type or plan.base.get("node_type")
     if node_type:
@@ -88,7 +97,11 @@ def execute(args: argparse.Namespace) -> int:
     replace(root / "decisions.md", export.table_markdown(rows).encode())
     replace(root / "decisions.csv", export.table_csv(rows).encode())
     print(f"decisions: {root / 'decisions.md'}")
-    if args.compare_reference:
+    if reference_figures is not None:
+        text = against_campaign.comparison(results, args.compare_reference, reference_figures)
+        replace(root / "reference-comparison.md", text.encode())
+        print(text)
+    elif args.compare_reference:
         lines = reference.compare(rows, reference.read_reference(args.compare_reference))
         text = export.table_markdown(lines)
         replace(root / "reference-comparison.md", text.encode())
