@@ -25,7 +25,7 @@ FIXTURES = REPO / "tests" / "fixtures"
 IMB_EXTERNAL = FIXTURES / "imb" / "external"
 OSU_EXTERNAL = FIXTURES / "osu" / "external"
 HPCX = "imb2018-hpcx-mofed-pingpong-np2.txt"
-BARE_TABLES = "imb-unknown-rst-bare-tables-bcast-reduce-np256.txt"
+BARE_TABLES = "imb4.1-mpi1-juno-allreduce-reduce-tables-only-excerpt.txt"
 
 
 def manifest(directory: Path) -> Dict[str, str]:
@@ -108,16 +108,24 @@ def test_parameters_come_from_the_output_only(imb_import):
     azure = found["imb4.0u1-intelmpi-azure-pingpong-np2.txt"][0]
     assert azure["params"]["benchmarks"] == "PingPong" and "msglog" not in azure["params"]
     assert azure["params"]["imb_version"] == "4.0 Update 1"
-    # -npmin 1 on 2 ranks: the job has 2 processes, the np=1 table is a sub-run of it.
-    npmin = found["imb2018-alltoall-npmin1-idle-ucxwarn.txt"][0]
-    assert npmin["params"]["npmin"] == 1 and npmin["ranks"] == 2
-    assert {row["np"] for row in npmin["parsed"]} == {1, 2}
     # No banner, no calling sequence: nothing is guessed; the file is a point of its own.
     bare = found[BARE_TABLES][0]
     assert bare["params"] == {"output": BARE_TABLES, "executable": None, "benchmarks": None,
                               "imb_version": None, "ranks": None}
     assert bare["benchmark"] == "imb"
     assert any("version not printed" in n or "no IMB banner" in n for n in bare["notes"])
+
+
+def test_processes_waiting_in_mpi_barrier_count_as_the_jobs_ranks(tmp_path: Path):
+    # Intel MPI, 3 ranks: IMB's PingPong tables run on 2, "( 1 additional process waiting in
+    # MPI_Barrier)": the job had 3 processes and its tables are sub-runs of it.
+    out = FIXTURES / "imb" / "intelmpi-2021.18" / "prebuilt-mpi1-pingpong-uniband-np3.out"
+    root = tmp_path / "results" / "elsewhere" / "np3"
+    run = commstack("import", str(out), "--benchmark", "imb", "--out", str(root))
+    assert run.returncode == 0, run.stderr
+    (rec,) = records(root)
+    assert rec["ranks"] == 3 and rec["params"]["ranks"] == 3 and "npmin" not in rec["params"]
+    assert {row["np"] for row in rec["parsed"]} == {2}
 
 
 def test_importing_again_adds_nothing(imb_import):

@@ -66,7 +66,7 @@ def test_external_output(entry):
 
 
 def test_a_bare_table_says_what_was_not_printed():
-    output = parse_imb((EXTERNAL / "imb-unknown-rst-bare-tables-bcast-reduce-np256.txt").read_text())
+    output = parse_imb((EXTERNAL / "imb4.1-mpi1-juno-allreduce-reduce-tables-only-excerpt.txt").read_text())
     notes = " | ".join(output.notes)
     assert "no IMB banner" in notes
     assert "benchmark and process count not printed" in notes
