@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Install the Debian packages of scripts/system-packages.txt (all groups, or the ones named).
-#   scripts/system_packages.sh [--check] [GROUP ...]
-# --check only lists what is missing. Without root or apt-get nothing is installed: the missing
-# packages are named on one line and the script exits 0, so tests needing them skip with a reason.
+#   scripts/system_packages.sh [--check|--list] [GROUP ...]
+# --check only lists what is missing, --list the packages of the groups. Without root or apt-get
+# nothing is installed: the missing packages are named on one line and the script exits 0, so
+# tests needing them skip with a reason.
 # COMMSTACK_NO_APT=1 turns installing off.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-check=0
+check=0 list=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
+if [ "${1:-}" = "--list" ]; then list=1; shift; fi
 groups=("$@")
 
 wanted=()
@@ -17,6 +19,10 @@ while read -r package group _; do
         wanted+=("$package")
     fi
 done < "$root/scripts/system-packages.txt"
+if [ "$list" -eq 1 ]; then
+    echo "${wanted[*]}"
+    exit 0
+fi
 
 missing=()
 for p in "${wanted[@]}"; do

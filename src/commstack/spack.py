@@ -7,7 +7,8 @@ Conventions (all outside the repository):
 * Spack: ``$COMMSTACK_SPACK`` (path to the ``spack`` executable), else ``spack`` on ``PATH``,
   else ``~/.cache/commstack/spack/bin/spack``.
 * Source mirror: ``$COMMSTACK_SPACK_MIRROR``, else ``~/.cache/commstack/mirror``; it must contain
-  ``_source-cache`` (fill it with ``scripts/mirror_from_git.sh``).
+  ``_source-cache`` (``scripts/setup_spack.sh`` builds it with ``commstack mirror``).
+  site-configs/local names the same one (include.yaml), so environments/local finds it too.
 * Spack runs with ``SPACK_DISABLE_LOCAL_CONFIG=1`` and private user config/cache paths under
   ``~/.cache/commstack`` so nothing is read from or written to ``~/.spack``. The builtin package
   repository must therefore be registered in Spack's *site* scope
@@ -74,14 +75,14 @@ def spack_skip_reason() -> Optional[str]:
     if find_spack() is None:
         where = os.environ.get("COMMSTACK_SPACK") or default_spack()
         return (
-            f"skipped: no spack (set COMMSTACK_SPACK or install Spack at {where}; "
-            "see README 'Spack tests')"
+            f"skipped: no spack (set COMMSTACK_SPACK, or bash scripts/setup_spack.sh installs it "
+            f"at {where}; see README 'Spack tests')"
         )
     if find_mirror() is None:
         where = os.environ.get("COMMSTACK_SPACK_MIRROR") or default_mirror()
         return (
-            f"skipped: no spack mirror (set COMMSTACK_SPACK_MIRROR or create {where} "
-            "with scripts/mirror_from_git.sh)"
+            f"skipped: no spack mirror (set COMMSTACK_SPACK_MIRROR, or bash "
+            f"scripts/setup_spack.sh builds it at {where})"
         )
     return None
 

@@ -169,9 +169,13 @@ def _python_prefix_intel_mpi() -> "str | None":
 
 def _quickstart_imb_openmpi() -> "str | None":
     """The IMB that scripts/quickstart.sh built against Debian Open MPI (``python -m
-    commstack.spack tests/spack/imb-openmpi``, default work directory), if it is there."""
-    bindir = Path.home() / ".cache" / "commstack" / "envs" / "imb-openmpi" / ".spack-env" / "view" / "bin"
-    return str(bindir) if (bindir / "IMB-MPI1").is_file() else None
+    commstack.spack tests/spack/imb-openmpi``, default work directory), else view ompi of
+    environments/local (scripts/setup_spack.sh), if it is there."""
+    for bindir in (Path.home() / ".cache" / "commstack" / "envs" / "imb-openmpi" / ".spack-env"
+                   / "view" / "bin", _local_view_bin("ompi")):
+        if (bindir / "IMB-MPI1").is_file():
+            return str(bindir)
+    return None
 
 
 def _built_osu(env: str) -> "Callable[[], str | None]":
@@ -186,9 +190,19 @@ def _built_osu(env: str) -> "Callable[[], str | None]":
 
 def _built_ompi_ucc() -> "str | None":
     """The view bin of tests/spack/imb-ompi-ucc (Open MPI 4.1.4 + UCC: mpirun, ompi_info,
-    IMB-MPI1) installed by ``python -m commstack.spack`` (default work directory), if there."""
-    bindir = Path.home() / ".cache" / "commstack" / "envs" / "imb-ompi-ucc" / ".spack-env" / "view" / "bin"
-    return str(bindir) if (bindir / "IMB-MPI1").is_file() and (bindir / "mpirun").is_file() else None
+    IMB-MPI1) installed by ``python -m commstack.spack`` (default work directory), else the same
+    stack as view ompi-ucc of environments/local (scripts/setup_spack.sh), if there."""
+    for bindir in (Path.home() / ".cache" / "commstack" / "envs" / "imb-ompi-ucc" / ".spack-env"
+                   / "view" / "bin", _local_view_bin("ompi-ucc")):
+        if (bindir / "IMB-MPI1").is_file() and (bindir / "mpirun").is_file():
+            return str(bindir)
+    return None
+
+
+def _local_view_bin(view: str) -> Path:
+    """bin/ of a view of this checkout's environments/local (src/commstack/matrix/load.py is
+    four levels below the checkout; an installed commstack finds none)."""
+    return Path(__file__).resolve().parents[3] / "environments" / "local" / "views" / view / "bin"
 
 
 # Variables with a value found on this machine when they are not set.
@@ -202,7 +216,10 @@ FOUND_DEFAULTS = {"I_MPI_ROOT": _python_prefix_intel_mpi,
 _OSU_EXPECT = "--expect libexec/osu-micro-benchmarks/mpi/pt2pt/osu_latency"
 FOUND_HOW = {f"COMMSTACK_OSU_{mpi.upper()}": f"python -m commstack.spack tests/spack/osu-{mpi} "
              f"{_OSU_EXPECT}" for mpi in ("intelmpi", "openmpi", "mpich")}
-FOUND_HOW["COMMSTACK_OMPI_UCC_BIN"] = "python -m commstack.spack tests/spack/imb-ompi-ucc"
+FOUND_HOW["COMMSTACK_OMPI_UCC_BIN"] = "bash scripts/setup_spack.sh (view ompi-ucc of environments/local)"
+FOUND_HOW["COMMSTACK_IMB_OPENMPI_BIN"] = "bash scripts/setup_spack.sh (view ompi of environments/local)"
+FOUND_HOW["I_MPI_ROOT"] = ("bash scripts/setup_venv.sh, then use .venv/bin/commstack, whose "
+                           "Python holds Intel MPI (impi-rt)")
 
 
 def _expand_vars(value: str) -> "tuple[str, str | None]":
