@@ -84,7 +84,8 @@ def test_every_cell_shows_the_mean_and_range_at_the_printed_resolution(campaign)
             assert len(values) == 3 and markers == ""
             assert (low, high) == (f"{min(values):.2f}", f"{max(values):.2f}")
             assert mean == f"{trimmed_mean(values):.2f}"
-    assert "trimmed mean [min–max] over the repeats, at the printed resolution, 0.01" in report
+    assert ("trimmed mean [min–max] over the repeats, at 4 significant digits, none finer than "
+            "the printed resolution 0.01") in report
     # No digits beyond what IMB printed anywhere in a table.
     assert not re.search(r"\| [^|]*\d\.\d{3,}", report)
 

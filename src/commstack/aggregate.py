@@ -108,3 +108,79 @@ def aggregate(records: Iterable[Record], with_samples: bool = False) -> List[Dic
                     "min": s.min, "max": s.max, "quantum": quantum[str(row["metric"])],
                     **({"samples": samples[key]} if with_samples else {})})
     return out
+
+
+def summary_frame(point_ids: Sequence[str], key_names: Sequence[Tuple[str, ...]],
+                  keys: Sequence[tuple], metrics: Sequence[str], values: Sequence[float],
+                  oversubscribed: Sequence[bool],
+                  points: Dict[str, Tuple[Dict[str, object], Optional[str], Optional[int]]]):
+    """The rows of :func:`aggregate` as a pandas DataFrame, computed column-wise: one entry per
+    sample (a result row of a successful record: its point, the names and values of its row
+    keys, metric and value, whether its run was oversubscribed) and per point its parameters,
+    benchmark and job size. 240,000 samples take about a second instead of ten."""
+    import numpy as np
+    import pandas as pd
+
+    if not values:
+        return pd.DataFrame()
+    frames = []
+    order = list(dict.fromkeys(key_names))
+    for names in order:
+        pick = [i for i, n in enumerate(key_names) if n == names] if len(order) > 1 else None
+        part = pd.DataFrame(_take(keys, pick), columns=list(names), dtype=object)
+        part.insert(0, "point_id", _take(point_ids, pick))
+        part["metric"] = _take(metrics, pick)
+        part["value"] = np.asarray(_take(values, pick), dtype=float)
+        part["oversubscribed"] = np.asarray(_take(oversubscribed, pick), dtype=bool)
+        frames.append(_aggregate_part(part, list(names), points))
+    out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    quantum = {m: print_quantum(np.unique(np.asarray(values, dtype=float)[
+        np.asarray(metrics) == m])) for m in out["metric"].unique()}
+    out["quantum"] = out["metric"].map(quantum).astype(float)
+    return out.reset_index(drop=True)
+
+
+def _take(seq: Sequence, pick: Optional[List[int]]) -> list:
+    return list(seq) if pick is None else [seq[i] for i in pick]
+
+
+def _aggregate_part(part, names: List[str], points) -> "object":
+    import numpy as np
+    import pandas as pd
+
+    # Keys that are None in every row are no column of the summary (as in :func:`aggregate`).
+    names = [n for n in names if part[n].notna().any()]
+    part = part[["point_id", *names, "metric", "value", "oversubscribed"]]
+    group_cols = ["point_id", *names]
+    codes = part.groupby(group_cols, dropna=False, sort=False).ngroup().to_numpy()
+    value = part["value"].to_numpy()
+    order = np.lexsort((value, codes))
+    codes, value = codes[order], value[order]
+    count = np.bincount(codes)
+    start = np.r_[0, np.cumsum(count)[:-1]]
+    first = np.r_[True, codes[1:] != codes[:-1]]
+    last = np.r_[codes[1:] != codes[:-1], True]
+    trim = (count[codes] >= 3) & (first | last)
+    kept = np.bincount(codes, weights=np.where(trim, 0.0, value))
+    kept_n = np.bincount(codes, weights=(~trim).astype(float))
+    median = (value[start + (count - 1) // 2] + value[start + count // 2]) / 2
+    over = np.bincount(codes, weights=part["oversubscribed"].to_numpy()[order]) > 0
+    head = part.iloc[order[start]][group_cols + ["metric"]].reset_index(drop=True)
+    head = head.assign(oversubscribed=over, n=count, trimmed_mean=kept / kept_n,
+                       median=median, min=value[start], max=value[start + count - 1])
+    params = pd.DataFrame.from_dict({p: info[0] for p, info in points.items()}, orient="index")
+    info = pd.DataFrame({"job_ranks": {p: i[2] for p, i in points.items()}})
+    head = head.reset_index(drop=True)
+    for column in params.columns:  # a parameter wins over a row key of the same name
+        values = head["point_id"].map(params[column])
+        head[column] = values.where(values.notna(), head[column]) if column in head else values
+    head["lower_is_better"] = head["metric"].map(registry.lower_is_better)
+    ranks = head["point_id"].map(info["job_ranks"])
+    head["job_ranks"] = ranks
+    np_ = pd.to_numeric(head["np"], errors="coerce") if "np" in head else None
+    head["subrun"] = (False if np_ is None else
+                      ((np_ < pd.to_numeric(ranks, errors="coerce")) & (np_ > 0)).to_numpy())
+    tail = ["metric", "lower_is_better", "oversubscribed", "job_ranks", "subrun", "n",
+            "trimmed_mean", "median", "min", "max"]
+    first = ["point_id"] + [n for n in names if n in head and n not in params.columns]
+    return head[first + [c for c in head.columns if c not in first and c not in tail] + tail]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from commstack.cli.common import existing_campaign
 from commstack.errors import CampaignError
+from commstack.optional import require
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -32,6 +33,8 @@ def execute(args: argparse.Namespace) -> int:
             return 0
     if args.campaign is None:
         raise CampaignError("give a campaign directory (or --index RESULTS)")
+    require("pandas", "report", "commstack report")
+    require("matplotlib", "report", "commstack report").use("Agg")
     from commstack.report.document import write_report
 
     others = [existing_campaign(o) for o in args.others]

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Set
 
 import pandas as pd
 
-from commstack.aggregate import aggregate
+from commstack.aggregate import summary_frame
 from commstack.errors import CampaignError
 from commstack.markdown_table import table
-from commstack.report.plots import plot_section
+from commstack.report.drawing import Drawer
+from commstack.report.load import Samples, load
+from commstack.report.plots import MAX_LINES
 from commstack.report.rehearsal_banner import banner
 from commstack.report.repeats import how_repeats_were_taken
 from commstack.report.studies import STUDIES, Context, Study
@@ -38,35 +40,40 @@ from commstack.store.table import write_records_csv
 
 
 def write_report(campaign_root: Path, others: Sequence[Path] = ()) -> Path:
-    """Write report/report.md (+ PNGs, summary.csv, records.csv).
+    """Write report/report.md (+ PNGs, summary.csv; records.csv when records changed since it
+    was written).
 
     ``others``: campaigns whose records join this one's in the study sections that compare
     benchmarks (the GASNet-EX paper's figure: testlarge, IMB-RMA and IMB-MPI1 side by side);
     the tables of this report stay this campaign's own."""
     campaign = Campaign(Path(campaign_root))
-    records = list(campaign.records())
+    info = _info(campaign)
+    loaded = load(campaign.root, lambda r: any(s.needs_rows(r, info) for s in STUDIES))
+    records = [r for r in loaded.records if r is not None]
     if not records:
         raise CampaignError(f"{campaign.root}: no records yet; run the matrix first")
-    write_records_csv(campaign.root, records)
+    _write_records_csv(campaign, loaded.newest)
     out_dir = campaign.root / "report"
     out_dir.mkdir(exist_ok=True)
-    summary_rows = aggregate(records)
-    summary = pd.DataFrame(summary_rows)
+    summary = _summary(loaded.samples)
     if not summary.empty:
         replace(campaign.root / "summary.csv", summary.to_csv(index=False).encode())
     joined_campaigns = [Campaign(Path(other)) for other in others]
     context = Context(campaign, records, out_dir, joined_campaigns,
-                      [r for other in joined_campaigns for r in other.records() if not r.imported])
+                      [r for other in joined_campaigns for r in other.records() if not r.published])
     studies = [s for s in STUDIES if s.applies(context)]
 
     lines: List[str] = [f"# {campaign.name} ({campaign.machine})", ""]
     lines += banner(campaign.root)
     lines += _overview(campaign, records)
     lines += _studies([s for s in studies if s.before_tables], context)
-    swept = context.swept
-    if swept:
-        swept_summary = aggregate(swept) if len(swept) < len(records) else summary_rows
-        lines += _generic_sections(pd.DataFrame(swept_summary), out_dir, _cores(campaign))
+    swept_summary = summary
+    if len(context.swept) < len(records) and not summary.empty:
+        # Their own summary: the printed resolution is the swept records' alone.
+        swept_summary = _summary(loaded.samples, {r.point_id for r in context.swept})
+    if context.swept and not swept_summary.empty:
+        lines += _generic_sections(swept_summary.reset_index(drop=True), out_dir,
+                                   _cores(campaign))
     lines += _studies([s for s in studies if not s.before_tables], context)
     if joined_campaigns and not _named(lines):
         lines += ["", "No study section shows the campaigns given with `--with` ("
@@ -76,6 +83,30 @@ def write_report(campaign_root: Path, others: Sequence[Path] = ()) -> Path:
     report = out_dir / "report.md"
     replace(report, ("\n".join(lines) + "\n").encode())
     return report
+
+
+def _info(campaign: Campaign) -> dict:
+    path = campaign.root / "campaign.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _summary(samples: Samples, points: Optional[Set[str]] = None) -> pd.DataFrame:
+    """The summary of every sample, or of the samples of ``points``."""
+    columns = (samples.point_ids, samples.key_names, samples.keys, samples.metrics,
+               samples.values, samples.oversubscribed)
+    if points is not None:
+        keep = [i for i, p in enumerate(samples.point_ids) if p in points]
+        columns = tuple([c[i] for i in keep] for c in columns)
+    return summary_frame(*columns, samples.points)
+
+
+def _write_records_csv(campaign: Campaign, newest: float) -> None:
+    """records.csv is derived: written again only when a record is newer than it (``run``
+    writes it after every session)."""
+    path = campaign.root / "records.csv"
+    if path.is_file() and path.stat().st_mtime >= newest:
+        return
+    write_records_csv(campaign.root, campaign.records())
 
 
 def _studies(studies: List[Study], context: Context) -> List[str]:
@@ -119,6 +150,7 @@ def _generic_sections(summary: pd.DataFrame, out_dir: Path, cores: Optional[int]
         return []
     lines = _legend(found, cores)
     unclean_started = False
+    drawer = Drawer(out_dir, sum(s.mean.index.name == "bytes" for s in found))
     for section in found:
         if not section.condition.clean and not unclean_started:
             unclean_started = True
@@ -127,9 +159,16 @@ def _generic_sections(summary: pd.DataFrame, out_dir: Path, cores: Optional[int]
                       "tables above.**"]
         lines += ["", f"## {section.title}", "", _caption(section, cores), ""]
         if section.mean.index.name == "bytes":
-            png = plot_section(section, out_dir / f"{section.slug}.png")
+            png = out_dir / f"{section.slug}.png"
+            drawer.add(section, png)
             lines += [f"![{section.title}]({png.name})", ""]
+            if len(section.mean.columns) > MAX_LINES:
+                lines += [f"The plot draws {MAX_LINES} or fewer of the {len(section.mean.columns)}"
+                          " settings (the best by the geometric mean over the message sizes of "
+                          "the ratio to the best at each size, and the defaults); the heat map "
+                          "below it and the table show every one.", ""]
         lines.append(to_markdown(section))
+    drawer.finish()
     return lines
 
 
@@ -179,9 +218,14 @@ def _overview(campaign: Campaign, records: List[Record]) -> List[str]:
              f"- points: {len({r.point_id for r in records})}, repeats up to "
              f"{max(r.repeat for r in records)}",
              f"- repeats taken: {how_repeats_were_taken(records)}"]
-    imported = sorted({(r.source or {}).get("file", "?") for r in records if r.imported})
+    imported = sorted({(r.source or {}).get("file", "?") for r in records if r.published})
     if imported:
         lines.append(f"- imported (published values, not runs): {', '.join(imported)}")
+    outputs = [r for r in records if r.imported and not r.published]
+    if outputs:
+        lines.append(f"- imported outputs (runs made elsewhere, `commstack import --benchmark`): "
+                     f"{len(outputs)}, parameters as the outputs print them; files under "
+                     "`source.file` of each record")
     if sessions:
         prov = json.loads(sessions[-1].read_text())
         lines += [f"- host: {prov.get('hostname')}, CPU: {prov.get('cpu_model')}, "

@@ -17,10 +17,13 @@ def campaign_row(root: Path, results: Path) -> List[object]:
     info = read_json(root / "campaign.json")
     records = list(campaign.records())
     ok = sum(r.ok for r in records)
-    imported = sorted({(r.source or {}).get("file", "?") for r in records if r.imported})
+    imported = sorted({(r.source or {}).get("file", "?") for r in records if r.published})
+    outputs = sum(1 for r in records if r.imported and not r.published)
     sessions = sorted(p.name for p in (root / "sessions").glob("*") if p.is_dir())
     if imported:
         kind = "imported: " + ", ".join(imported)
+    elif outputs:
+        kind = f"imported: {outputs} raw output(s) made elsewhere"
     elif sessions:
         kind = f"{len(sessions)} session(s), last {sessions[-1].split('-')[0]}"
     else:

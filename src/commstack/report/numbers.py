@@ -1,9 +1,11 @@
 """Numbers as the benchmark printed them, with their spread over repeats.
 
-A metric's resolution is the unit of the last digit the benchmark printed (``quantum`` of the
-summary: 0.01 for IMB's ``0.42``). Means are rounded to it, so a trimmed mean of 0.40, 0.42 and
-0.43 reads ``0.42``, not ``0.41667``. Values a program computed (a quotient, say) have no printed
-resolution: they get :data:`SIGNIFICANT` significant digits.
+Every number in a table has :data:`SIGNIFICANT` significant digits (whole numbers keep all
+their digits), so that ``0.04333`` and ``3.207`` line up, except where the benchmark printed
+coarser: a metric's resolution is the unit of the last digit the benchmark printed (``quantum``
+of the summary: 0.01 for IMB's ``0.42``), and no number is shown finer than that, so a trimmed
+mean of 0.40, 0.42 and 0.43 reads ``0.42``, not ``0.4167``, and 3207.45 reads ``3207``. Values a
+program computed (a quotient, say) have no printed resolution: significant digits only.
 """
 
 from __future__ import annotations
@@ -38,14 +40,53 @@ class Resolution:
     def format(self, value: Optional[float]) -> str:
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return "–"
-        if self.decimals is not None:
-            return f"{value:.{self.decimals}f}"
-        return plain(value, SIGNIFICANT)
+        return significant(value, SIGNIFICANT, self.decimals)
+
+    def format_many(self, values) -> "list[list[str]]":
+        """:meth:`format` of every value of a 2-d array (rows of strings)."""
+        import numpy as np
+
+        values = np.asarray(values, dtype=float)
+        finite = np.isfinite(values) & (values != 0)
+        magnitude = np.where(finite, np.abs(values), 1.0)
+        exponent = np.floor(np.log10(magnitude))
+        decimals = np.maximum(0, SIGNIFICANT - 1 - exponent)
+        out = []
+        for row_values, row_decimals, row_exp, row_finite in zip(values, decimals, exponent,
+                                                                 finite):
+            out.append([self._one(v, int(d), int(e)) if f else self.format(v)
+                        for v, d, e, f in zip(row_values, row_decimals, row_exp, row_finite)])
+        return out
+
+    def _one(self, value: float, decimals: int, exponent: int) -> str:
+        if decimals and abs(round(value, decimals)) >= 10.0 ** (exponent + 1):
+            decimals -= 1
+        if self.decimals is not None and decimals > self.decimals:
+            decimals = self.decimals
+        return f"{value:.{decimals}f}"
 
     def describe(self) -> str:
         if self.decimals is None:
             return f"{SIGNIFICANT} significant digits"
-        return f"the printed resolution, {plain(self.quantum, 6)}"
+        return (f"{SIGNIFICANT} significant digits, none finer than the printed resolution "
+                f"{plain(self.quantum, 6)}")
+
+
+def significant(value: float, digits: int = SIGNIFICANT, most_decimals: Optional[int] = None
+                ) -> str:
+    """``value`` with ``digits`` significant digits and no exponent; whole numbers keep every
+    digit (``123457``); at most ``most_decimals`` decimals (a printed resolution)."""
+    if not math.isfinite(value):
+        return f"{value:g}"
+    if value == 0:
+        return f"{0:.{most_decimals or 0}f}"
+    exponent = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - exponent)
+    if decimals and abs(round(value, decimals)) >= 10.0 ** (exponent + 1):
+        decimals -= 1  # rounding made it a digit longer (9.9996 -> 10.00)
+    if most_decimals is not None:
+        decimals = min(decimals, most_decimals)
+    return f"{value:.{decimals}f}"
 
 
 def plain(value: float, significant: int = 6) -> str:

@@ -2,20 +2,36 @@
 trimmed mean over the repeats, the band around it their range (min..max). Tables of unclean runs
 (oversubscribed, IMB sub-runs) are drawn dashed, with the condition in the title.
 
+A plot never has more than :data:`MAX_LINES` lines: with more settings it draws the best few
+(by the geometric mean over the message sizes of each one's ratio to the best at that size) and
+the defaults, and below them a heat map of every setting per message size.
+
 Tick labels are plain numbers (``0.6``, ``2``, ``1K`` bytes), never ``6×10⁻¹``."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, List, Optional, Tuple
 
 import matplotlib
+import numpy as np
+import pandas as pd
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+from matplotlib.colors import LogNorm  # noqa: E402
+from matplotlib.ticker import (  # noqa: E402
+    FixedLocator,
+    FuncFormatter,
+    LogLocator,
+    NullFormatter,
+    NullLocator,
+)
 
+from commstack.benchmarks import registry  # noqa: E402
+from commstack.report.defaults import has_default, is_default  # noqa: E402
 from commstack.report.numbers import plain  # noqa: E402
 from commstack.report.tables import Section, units  # noqa: E402
 
@@ -57,17 +73,95 @@ def plain_log_axes(ax, values: Iterable[float], xbase: int = 2) -> None:
     ax.grid(True, which="both", alpha=0.3)
 
 
+MAX_LINES = 12  # more lines than this are not read; the rest go to the heat map
+BEST = 8        # with more settings: the best few, plus the defaults (up to MAX_LINES in all)
+
+
+@dataclass
+class Choice:
+    """Which settings (columns) a plot draws as lines, and the order of all of them."""
+
+    shown: List[object]
+    defaults: List[object]
+    ranked: List[object]          # every setting, best first
+    ratio: Optional[pd.DataFrame]  # per size: how far each setting is from the best (>= 1)
+
+
+def label_pairs(label: object) -> List[Tuple[str, str]]:
+    """``name=value`` pairs of a line label (``UCX_TLS=all, stack=ompi``)."""
+    pairs = []
+    for part in str(label).split(", "):
+        name, eq, value = part.partition("=")
+        if eq:
+            pairs.append((name, value))
+        elif pairs:  # a value with ", " in it
+            pairs[-1] = (pairs[-1][0], pairs[-1][1] + ", " + part)
+    return pairs
+
+
+def is_default_label(label: object) -> bool:
+    """Every parameter of the label that has a known default is at it (others, such as the
+    stack, do not count); at least one has one."""
+    known = [(n, v) for n, v in label_pairs(label) if has_default(n)]
+    return bool(known) and all(is_default(n, v) for n, v in known)
+
+
+def choose(section: Section) -> Choice:
+    """All settings when they are few; else the best :data:`BEST` by the geometric mean over
+    the message sizes of the ratio to the best setting at each size, and the defaults."""
+    mean = section.mean[section.mean.index > 0] if section.mean.index.name == "bytes" \
+        else section.mean
+    columns = list(mean.columns)
+    lower = registry.lower_is_better(section.metric)
+    values = mean.where(mean > 0)
+    best = values.min(axis=1) if lower else values.max(axis=1)
+    ratio = (values.div(best, axis=0) if lower else values.rdiv(best, axis=0))
+    score = np.log(ratio).mean(axis=0).fillna(np.inf)
+    ranked = sorted(columns, key=lambda c: (score[c], str(c)))
+    if len(columns) <= MAX_LINES:
+        return Choice(columns, [c for c in columns if is_default_label(c)], ranked, None)
+    defaults = [c for c in ranked if is_default_label(c)][:MAX_LINES - BEST]
+    shown = [c for c in ranked if c not in defaults][:MAX_LINES - len(defaults)]
+    shown = shown[:max(BEST, MAX_LINES - len(defaults))]
+    return Choice([c for c in ranked if c in shown or c in defaults], defaults, ranked,
+                  ratio[ranked])
+
+
+def compact(labels: List[object]) -> Tuple[str, List[str]]:
+    """(``name, name``, [``value, value``, ...]) when every label names the same parameters in
+    the same order, else ("", the labels): legends and heat-map rows name the parameters once."""
+    pairs = [label_pairs(label) for label in labels]
+    names = [tuple(n for n, _ in p) for p in pairs]
+    if not pairs or not names[0] or len(set(names)) != 1:
+        return "", [str(label) for label in labels]
+    return ", ".join(names[0]), [", ".join(v for _, v in p) for p in pairs]
+
+
 def plot_section(section: Section, path: Path) -> Path:
+    """Lines of at most :data:`MAX_LINES` settings; with more, a heat map of every setting per
+    message size below them."""
     keep = section.mean.index > 0  # 0 bytes has no place on a log axis
     mean, low, high = (f[keep] for f in (section.mean, section.low, section.high))
     dashed = not section.condition.clean
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    choice = choose(section)
+    heat = choice.ratio is not None
+    if heat:
+        rows = len(choice.ranked)
+        heat_height = min(9.0, max(2.5, 0.1 * min(rows, 60) + 1.2))
+        fig, (ax, hax) = plt.subplots(2, 1, figsize=(10, 4.6 + heat_height), dpi=100,
+                                      gridspec_kw={"height_ratios": [4.6, heat_height]})
+    else:
+        fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    names, labels = compact(choice.shown) if heat else ("", [str(c) for c in choice.shown])
     shown = []
-    for label in mean.columns:
-        series = mean[label].dropna()
+    for column, label in zip(choice.shown, labels):
+        series = mean[column].dropna()
+        default = column in choice.defaults
         line, = ax.plot(series.index, series.values, marker="o", markersize=3,
-                        linestyle="--" if dashed else "-", label=str(label))
-        lo, hi = low[label].loc[series.index], high[label].loc[series.index]
+                        linestyle="--" if dashed else "-",
+                        linewidth=2.2 if default and heat else 1.5,
+                        label=label + (" (default)" if default else ""))
+        lo, hi = low[column].loc[series.index], high[column].loc[series.index]
         ax.fill_between(series.index, lo.values, hi.values, color=line.get_color(),
                         alpha=BAND_ALPHA, linewidth=0)
         shown += list(lo.values) + list(hi.values)
@@ -75,10 +169,56 @@ def plot_section(section: Section, path: Path) -> Path:
     ax.set_xlabel("message size [bytes; K = 1024]")
     ax.set_ylabel(units(section.metric))
     title = section.title.replace(" — ", "\n")
+    which = ""
+    if heat:
+        which = (f"\n{len(choice.shown)} of {len(choice.ranked)} settings: the best by the "
+                 "geometric mean over the sizes, and the defaults")
     ax.set_title(f"{title}\nline: trimmed mean; band: min–max over up to {section.repeats} "
-                 "repeats", fontsize=9, color="tab:red" if dashed else "black")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+                 f"repeats{which}", fontsize=9, color="tab:red" if dashed else "black")
+    if heat:
+        ax.legend(fontsize=7, title=names or None, title_fontsize=7, loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        _heat_map(hax, choice, section)
+        fig.subplots_adjust(left=0.08, right=0.70, top=0.93, bottom=0.06, hspace=0.35)
+    else:
+        ax.legend(fontsize=7)
+        fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def _heat_map(ax, choice: Choice, section: Section) -> None:
+    ratio = choice.ratio
+    data = ratio.to_numpy(dtype=float).T  # rows: settings, best first; columns: sizes
+    top = float(np.nanmax(data)) if np.isfinite(data).any() else 2.0
+    image = ax.imshow(data, aspect="auto", interpolation="nearest", cmap="viridis_r",
+                      norm=LogNorm(vmin=1.0, vmax=max(top, 1.01)))
+    sizes = list(ratio.index)
+    step = max(1, len(sizes) // 12)
+    ax.set_xticks(range(0, len(sizes), step))
+    ax.set_xticklabels([size_label(s) for s in sizes[::step]], fontsize=7)
+    rows = len(choice.ranked)
+    names, labels = compact(choice.ranked)
+    if rows <= 60:
+        ax.set_yticks(range(rows))
+        ax.set_yticklabels(labels, fontsize=max(4, 7 - rows // 15))
+        ax.set_ylabel(names or "setting", fontsize=7)
+    else:
+        ticks = list(range(0, rows, max(1, rows // 12)))
+        ax.set_yticks(ticks)
+        ax.set_yticklabels([f"#{t + 1}" for t in ticks], fontsize=7)
+        ax.set_ylabel("settings ranked by the geometric mean\nover the sizes (#1: the best)", fontsize=7)
+    ax.yaxis.set_label_position("right")
+    ax.yaxis.tick_right()
+    worse = "slower" if registry.lower_is_better(section.metric) else "lower"
+    ax.set_xlabel("message size [bytes]")
+    ax.set_title(f"every setting ({rows}) per message size: times {worse} than the best at that "
+                 "size (1 = the best)", fontsize=8)
+    bar = ax.figure.colorbar(image, ax=ax, location="left", fraction=0.04, pad=0.02)
+    top = max(top, 1.01)
+    ticks = sorted({1.0, *(round(top ** (k / 4), 2) for k in range(1, 5))})
+    bar.ax.yaxis.set_major_locator(FixedLocator(ticks))
+    bar.ax.yaxis.set_minor_locator(NullLocator())
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(_plain_tick))
+    bar.ax.tick_params(labelsize=6)

@@ -15,6 +15,9 @@ from commstack.store.record import Record
 
 def how_repeats_were_taken(records: List[Record]) -> str:
     runs = [r for r in records if not r.imported and r.ok] or [r for r in records if not r.imported]
+    if not runs and any(r.imported and not r.published for r in records):
+        return ("imported outputs: outputs that print the same parameters are the repeats of "
+                "a point, in the order imported")
     if not runs:
         return "no runs (imported values only)"
     repeats = max(r.repeat for r in runs)

@@ -98,19 +98,21 @@ def varying_parameters(summary: pd.DataFrame) -> List[str]:
 def label_column(summary: pd.DataFrame, names: List[str]) -> pd.Series:
     if not names:
         return pd.Series(["(all)"] * len(summary), index=summary.index)
-    return summary[list(names)].astype(str).apply(
-        lambda row: ", ".join(f"{k}={v}" for k, v in zip(names, row)), axis=1
-    )
+    label = None
+    for name in names:
+        part = f"{name}=" + summary[name].map(str)
+        label = part if label is None else label + ", " + part
+    return label
 
 
 def _conditions(summary: pd.DataFrame) -> pd.DataFrame:
     over = summary.get("oversubscribed", pd.Series(False, index=summary.index))
     subrun = summary.get("subrun", pd.Series(False, index=summary.index))
-    ranks = summary.get("job_ranks", pd.Series(0, index=summary.index))
-    return summary.assign(
-        oversubscribed=over.fillna(False).astype(bool),
-        subrun_of=[int(r) if s and not pd.isna(r) else 0 for s, r in zip(subrun.fillna(False),
-                                                                         ranks)])
+    ranks = pd.to_numeric(summary.get("job_ranks", pd.Series(0, index=summary.index)),
+                          errors="coerce")
+    subrun = subrun.astype("boolean").fillna(False).astype(bool) & ranks.notna()
+    return summary.assign(oversubscribed=over.astype("boolean").fillna(False).astype(bool),
+                          subrun_of=ranks.where(subrun, 0).fillna(0).astype(int))
 
 
 def resolutions(summary: pd.DataFrame) -> Dict[str, Resolution]:
@@ -150,10 +152,14 @@ def sections(summary: pd.DataFrame) -> List[Section]:
 def _pivot(part: pd.DataFrame) -> List[pd.DataFrame]:
     columns = ("trimmed_mean", "min", "max", "n")
     if "bytes" in part.columns and part["bytes"].notna().any():
-        frames = [part.pivot_table(index="bytes", columns="label", values=c, aggfunc="first",
-                                   dropna=False) for c in columns]
+        rows = part[part["bytes"].notna()]
+        wide = (rows.assign(bytes=rows["bytes"].astype(int))
+                .drop_duplicates(["bytes", "label"])
+                .set_index(["bytes", "label"])[list(columns)].astype(float).unstack("label"))
+        labels = list(dict.fromkeys(rows["label"]))
+        frames = [wide[c].reindex(columns=sorted(labels)) for c in columns]
         for frame in frames:
-            frame.index = frame.index.astype(int)
+            frame.columns.name = "label"
     else:
         frames = [part.set_index("label")[[c]].rename(columns={c: "value"}) for c in columns]
         for frame in frames:
@@ -182,7 +188,27 @@ def to_markdown(section: Section) -> str:
     """A GitHub-flavoured Markdown table; every cell ``mean [min–max]`` (see :func:`cell`)."""
     frame = section.mean
     header = [frame.index.name or ""] + [str(c) for c in frame.columns]
-    rows = [[str(idx)] + [section.cell(idx, col) for col in frame.columns] for idx in frame.index]
+    mean, low, high, n = (f.reindex(index=frame.index, columns=frame.columns).to_numpy(
+        dtype=float) for f in (section.mean, section.low, section.high, section.n))
+    fmt = section.resolution.format_many
+    texts = [fmt(a) for a in (mean, low, high)]
+    markers = " ".join(section.condition.markers())
+    repeats = section.repeats
+    rows = []
+    for i, idx in enumerate(frame.index):
+        row = [str(idx)]
+        for j in range(mean.shape[1]):
+            if mean[i, j] != mean[i, j]:
+                row.append("–")
+                continue
+            text = texts[0][i][j]
+            k = n[i, j]
+            if k == k and k > 1:
+                text += f" [{texts[1][i][j]}–{texts[2][i][j]}]"
+            if k == k and k != repeats:
+                text += f" n={int(k)}"
+            row.append(f"{text} {markers}" if markers else text)
+        rows.append(row)
     return "\n".join(table(header, rows, align="l" + "r" * len(frame.columns)))
 
 

@@ -122,9 +122,10 @@ def verify(result: CaseResult, names: List[str], defaults: Dict[str, Any],
 def plot_tuned_vs_default(check: Dict[str, Any], title: str, path: Path) -> Optional[Path]:
     """Tuned and default per message size: the line is the rule's value (trimmed mean), the band
     the min–max of every pooled repeat."""
-    import matplotlib
+    from commstack.optional import require
 
-    matplotlib.use("Agg")
+    require("pandas", "report", "Plotting a tuning's result")
+    require("matplotlib", "report", "Plotting a tuning's result").use("Agg")
     import matplotlib.pyplot as plt
 
     from commstack.report.plots import BAND_ALPHA, plain_log_axes

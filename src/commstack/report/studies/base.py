@@ -24,8 +24,9 @@ class Context:
 
     @cached_property
     def swept(self) -> List[Record]:
-        """The records that were run here (not imported from a published file)."""
-        return [r for r in self.records if not r.imported]
+        """The records of runs (made here, or imported from their raw output), not numbers
+        imported from a published file."""
+        return [r for r in self.records if not r.published]
 
     @cached_property
     def info(self) -> Dict[str, Any]:
@@ -43,7 +44,8 @@ class Study:
     the per-benchmark tables (layouts of published tables) rather than after them.
     ``uses_joined``: the section also shows the records of the campaigns given with ``--with``.
     ``files``: files besides PNGs it may write into ``out_dir``; one the report does not name
-    is stale and removed.
+    is stale and removed. ``needs_rows(record, campaign_json)``: the section reads this record's
+    result rows (the report keeps only those; the tables use the samples of every record).
     """
 
     name: str
@@ -52,3 +54,4 @@ class Study:
     before_tables: bool = False
     uses_joined: bool = False
     files: Tuple[str, ...] = ()
+    needs_rows: Callable[[Record, Dict[str, Any]], bool] = lambda record, info: False

@@ -52,6 +52,8 @@ def cartex_tables(context: Context) -> List[str]:
 
 
 PUBLISHED = Study("betzy-published", lambda c: any(r.imported for r in c.records),
-                  published_tables, before_tables=True)
+                  published_tables, before_tables=True,
+                  needs_rows=lambda record, info: record.imported)
 CARTEX = Study("betzy-cartex", lambda c: any(r.benchmark == "cartex" for r in c.swept),
-               cartex_tables, before_tables=True)
+               cartex_tables, before_tables=True,
+               needs_rows=lambda record, info: record.benchmark == "cartex")

@@ -263,4 +263,19 @@ def _section(context: Context) -> List[str]:
     return gasnet_section(context.swept + context.joined, context.out_dir)[0]
 
 
-STUDY = Study("gasnet", lambda c: bool(c.swept or c.joined), _section, uses_joined=True)
+# Row benchmarks of the paper's figure and table, and the record benchmarks that print them.
+_ROWS = {*RMA, *MESSAGE_PASSING, *GASNET_BANDWIDTH, *GASNET_LATENCY}
+_FAMILIES = {"gasnet-testlarge", "gasnet-testsmall", "imb-rma"}
+
+
+def has_study_rows(record: Record, info: object = None) -> bool:
+    """The record holds rows this study plots (any other record it never reads)."""
+    return not record.imported and (record.benchmark in _FAMILIES or any(
+        row.get("benchmark") in _ROWS for row in record.parsed))
+
+
+def _applies(context: Context) -> bool:
+    return any(r.parsed and has_study_rows(r) for r in context.swept + context.joined)
+
+
+STUDY = Study("gasnet", _applies, _section, uses_joined=True, needs_rows=has_study_rows)

@@ -41,6 +41,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from commstack.aggregate import SUMMARY_FIELDS, aggregate  # noqa: E402
 from commstack.benchmarks import registry  # noqa: E402
 from commstack.markdown_table import table  # noqa: E402
+from commstack.report.defaults import is_default  # noqa: E402
 from commstack.report.plots import BAND_ALPHA, plain_log_axes  # noqa: E402
 from commstack.report.studies.base import Context, Study  # noqa: E402
 from commstack.report.tables import units  # noqa: E402
@@ -48,11 +49,6 @@ from commstack.store.files import replace  # noqa: E402
 from commstack.tune import decide as rule  # noqa: E402
 
 COLLECTIVES = {"Alltoall": "ata", "Allgather": "aga", "Allreduce": "are"}
-KNOWN_DEFAULTS: Dict[str, Any] = {"UCX_TLS": "all", "UCX_RNDV_THRESH": "auto",
-                                  "UCX_ZCOPY_THRESH": "auto", "mca.coll_hcoll_enable": 1,
-                                  "mca.coll_ucc_enable": 0}
-DEFAULT_WORDS = {"", "auto", "default"}
-DEFAULT_BY_PREFIX = {"I_MPI_ADJUST_": "0"}  # algorithm 0: Intel MPI's own choice
 TOKENS = {("mapping", "block"): "bl", ("mapping", "cyclic"): "cy", ("UCX_TLS", "all"): "all",
           ("UCX_TLS", "self,sm,rc"): "rc", ("UCX_TLS", "self,sm,ud"): "ud",
           ("UCX_TLS", "self,sm,dc"): "dc", ("component", "none"): "no",
@@ -264,16 +260,6 @@ def _varying_axes(curves: List[Curve], axes: Sequence[Axis]) -> List[Axis]:
 def common_sizes(curves: List[Curve]) -> List[int]:
     sizes = set.intersection(*(set(c.values) for c in curves)) if curves else set()
     return sorted(s for s in sizes if s > 0)
-
-
-def is_default(name: str, value: Any, defaults: Dict[str, str]) -> bool:
-    if name in defaults:
-        return str(value) == str(defaults[name])
-    if name in KNOWN_DEFAULTS:
-        return str(value) == str(KNOWN_DEFAULTS[name])
-    if any(name.startswith(p) and str(value) == v for p, v in DEFAULT_BY_PREFIX.items()):
-        return True
-    return str(value).strip().lower() in DEFAULT_WORDS
 
 
 def default_curve(case: Case, defaults: Dict[str, str], held: Optional[Curve] = None
@@ -585,4 +571,5 @@ def _section(context: Context) -> List[str]:
     return lines
 
 
-STUDY = Study("oracle", _applies, _section, files=("oracle_images.csv",))
+STUDY = Study("oracle", _applies, _section, files=("oracle_images.csv",),
+              needs_rows=lambda record, info: isinstance(info.get("tune"), dict))

@@ -1,0 +1,101 @@
+"""Draw the report's section plots: only those whose data changed, several at once.
+
+Each plot's input (its title, condition, numbers and the plotting code's version) is hashed; the
+hashes of the plots drawn are kept in ``report/.figures.json``. A plot whose PNG exists with
+the same hash is not drawn again. The others are drawn in worker processes when there are
+enough of them to pay for starting the workers (matplotlib takes about half a second per
+figure; a worker costs a fork).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+from commstack.report.tables import Section
+from commstack.store.files import replace
+
+HASHES = ".figures.json"
+# Bump when the drawing code changes what a plot looks like: every plot is drawn again.
+VERSION = "3"
+PARALLEL_FROM = 4  # figures; fewer are drawn in this process
+
+
+def fingerprint(section: Section) -> str:
+    digest = hashlib.sha256()
+    digest.update(json.dumps([VERSION, section.title, section.metric, section.repeats,
+                              section.condition.slug(), str(section.mean.index.name)]).encode())
+    for frame in (section.mean, section.low, section.high):
+        digest.update(json.dumps([[str(c) for c in frame.columns],
+                                  [str(i) for i in frame.index]]).encode())
+        digest.update(frame.to_numpy(dtype=float).tobytes())
+    return digest.hexdigest()
+
+
+def _draw(job: Tuple[Section, Path]) -> str:
+    from commstack.report.plots import plot_section
+
+    section, path = job
+    plot_section(section, path)
+    return path.name
+
+
+class Drawer:
+    """Plots are handed in as their sections are made and drawn meanwhile (in ``workers``
+    processes when ``expected`` plots make that pay); :meth:`finish` waits for them."""
+
+    def __init__(self, out_dir: Path, expected: int):
+        self.out_dir = out_dir
+        self.stored = _read(out_dir / HASHES)
+        self.wanted: Dict[str, str] = {}
+        self.pending: list = []
+        self.drawn: List[str] = []
+        workers = min(expected, os.cpu_count() or 1)
+        self.pool = None
+        if expected >= PARALLEL_FROM and workers > 1 and os.name == "posix":
+            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(
+                "fork"))
+
+    def add(self, section: Section, path: Path) -> None:
+        digest = fingerprint(section)
+        self.wanted[path.name] = digest
+        if self.stored.get(path.name) == digest and path.is_file():
+            return  # drawn from the same numbers before
+        if self.pool is None:
+            self.drawn.append(_draw((section, path)))
+        else:
+            self.pending.append(self.pool.submit(_draw, (section, path)))
+
+    def finish(self) -> List[str]:
+        """Wait for the plots; record their hashes; the names of those drawn now."""
+        try:
+            self.drawn += [future.result() for future in self.pending]
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown()
+        kept = {name: h for name, h in self.stored.items() if (self.out_dir / name).is_file()}
+        kept.update(self.wanted)
+        replace(self.out_dir / HASHES, (json.dumps(kept, indent=1, sort_keys=True) + "\n"
+                                        ).encode())
+        return self.drawn
+
+
+def draw_all(jobs: List[Tuple[Section, Path]], out_dir: Path) -> List[str]:
+    """Draw what changed; returns the names of the PNGs drawn (the rest were current)."""
+    drawer = Drawer(out_dir, len(jobs))
+    for section, path in jobs:
+        drawer.add(section, path)
+    return drawer.finish()
+
+
+def _read(path: Path) -> Dict[str, str]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
