@@ -51,11 +51,17 @@ class Resolution:
         magnitude = np.where(finite, np.abs(values), 1.0)
         exponent = np.floor(np.log10(magnitude))
         decimals = np.maximum(0, SIGNIFICANT - 1 - exponent)
+        # Rounding can add a digit (9.9996 -> 10.00) only this close below the next power of
+        # ten; Python's own round() decides there, as in significant().
+        near = finite & (decimals > 0) & (magnitude >= 10.0 ** (exponent + 1) * (1 - 10.0 ** -SIGNIFICANT))
+        if self.decimals is not None:
+            capped = np.minimum(decimals, self.decimals)
+        else:
+            capped = decimals
         out = []
-        for row_values, row_decimals, row_exp, row_finite in zip(values, decimals, exponent,
-                                                                 finite):
-            out.append([self._one(v, int(d), int(e)) if f else self.format(v)
-                        for v, d, e, f in zip(row_values, row_decimals, row_exp, row_finite)])
+        for row in zip(values, decimals, exponent, finite, near, capped):
+            out.append([(f"{v:.{int(c)}f}" if not n else self._one(v, int(d), int(e))) if f
+                        else self.format(v) for v, d, e, f, n, c in zip(*row)])
         return out
 
     def _one(self, value: float, decimals: int, exponent: int) -> str:
