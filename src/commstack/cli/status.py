@@ -72,7 +72,6 @@ def execute(args: argparse.Namespace) -> int:
     return 0 if totals["failed"] == 0 else 3
 
 
-_ATTEMPT = re.compile(r"^rep(\d+)\.try(\d+)$")  # as the store names attempts
 # A top-level key starts a line: indented by one space (schema 2) or not at all (schema 3,
 # one field per line); nested keys are indented deeper (2) or inside their field's line (3).
 _STATUS = (b'\n "status": "', b'\n"status":"')
@@ -103,20 +102,8 @@ class Scan:
 
 def scan_campaign(campaign: Campaign) -> Scan:
     scan = Scan()
-    points = campaign.root / "points"
-    if not points.is_dir():
-        return scan
-    with os.scandir(points) as entries:
-        point_dirs = sorted((e.name, e.path) for e in entries if e.is_dir())
-    for name, point_dir in point_dirs:
-        found = []
-        with os.scandir(point_dir) as entries:
-            for entry in entries:
-                m = _ATTEMPT.match(entry.name)
-                if m:
-                    found.append((int(m.group(1)), int(m.group(2)), entry.path))
-        for repeat, _, folder in sorted(found):
-            scan.attempts.setdefault((name, repeat), []).append((folder, _status(folder, scan)))
+    for name, repeat, _, folder in campaign.attempt_folders():
+        scan.attempts.setdefault((name, repeat), []).append((folder, _status(folder, scan)))
     return scan
 
 

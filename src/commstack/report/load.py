@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +19,6 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from commstack.benchmarks import registry
 from commstack.store.record import Record
-
-_ATTEMPT = re.compile(r"^rep(\d+)\.try(\d+)$")  # as the store names attempt folders
 
 
 @dataclass
@@ -48,21 +45,9 @@ class Loaded:
 
 def record_paths(root: Path) -> List[str]:
     """Every attempt's record.json in the store's order (point folder, repeat, attempt)."""
-    points = Path(root) / "points"
-    if not points.is_dir():
-        return []
-    out: List[str] = []
-    with os.scandir(points) as entries:
-        folders = sorted(e.path for e in entries if e.is_dir())
-    for folder in folders:
-        found = []
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                m = _ATTEMPT.match(entry.name)
-                if m:
-                    found.append((int(m.group(1)), int(m.group(2)), entry.path))
-        out += [os.path.join(p, "record.json") for _, _, p in sorted(found)]
-    return out
+    from commstack.store.campaign import Campaign
+
+    return [os.path.join(folder, "record.json") for *_, folder in Campaign(Path(root)).attempt_folders()]
 
 
 def load(root: Path, keep_rows: Callable[[Record], bool]) -> Loaded:

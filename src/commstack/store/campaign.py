@@ -22,7 +22,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Tuple
 
 from commstack.matrix.model import Point
 from commstack.store.files import remove_stale_temporaries, write_new_json
@@ -116,6 +116,25 @@ class Campaign:
                                                      "params": point.as_dict()})
             except FileExistsError:
                 pass
+
+    def attempt_folders(self) -> List[Tuple[str, int, int, str]]:
+        """(point id, repeat, attempt, folder) of every attempt, in the store's order, by
+        os.scandir alone: what status and report read at 10,000s of records."""
+        points = self.root / "points"
+        if not points.is_dir():
+            return []
+        with os.scandir(points) as entries:
+            point_dirs = sorted((e.name, e.path) for e in entries if e.is_dir())
+        out: List[Tuple[str, int, int, str]] = []
+        for name, point_dir in point_dirs:
+            found = []
+            with os.scandir(point_dir) as entries:
+                for entry in entries:
+                    m = _ATTEMPT.match(entry.name)
+                    if m:
+                        found.append((int(m.group(1)), int(m.group(2)), entry.path))
+            out += [(name, repeat, number, folder) for repeat, number, folder in sorted(found)]
+        return out
 
     def attempts(self, point_id: str, repeat: Optional[int] = None) -> List[Attempt]:
         found = []
