@@ -168,8 +168,14 @@ def test_other_output_is_not_taken_for_osu() -> None:
     imb = next((FIXTURES / "imb" / "openmpi-4.1.4").glob("*mpi1-pingpong-np2.out")).read_text()
     with pytest.raises(ParseError, match="OSU"):
         parse_osu(imb)
-    with pytest.raises(ParseError, match="OSU"):
-        parse_osu(read("openmpi-4.1.4/latency-np2.out").split("\n", 1)[1])  # title lost
+
+
+def test_a_table_without_its_title_is_read_and_says_what_is_missing() -> None:
+    whole = parse_osu(read("openmpi-4.1.4/latency-np2.out"))
+    pasted = parse_osu(read("openmpi-4.1.4/latency-np2.out").split("\n", 1)[1])  # title lost
+    assert [r["t_us"] for r in pasted.rows] == [r["t_us"] for r in whole.rows]
+    assert {r["benchmark"] for r in pasted.rows} == {None} and pasted.meta["version"] == ""
+    assert any("test name and OMB version are not printed" in n for n in pasted.notes)
 
 
 def test_registry_builds_the_command_and_picks_this_parser() -> None:

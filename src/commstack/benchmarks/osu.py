@@ -107,7 +107,7 @@ _FIRST_INT = re.compile(r"^\d+(?:\s|$)")
 class _Run:
     """What the parser has read so far of one OMB run."""
 
-    benchmark: str  # test name from the title, e.g. "Latency", "Allreduce Latency"
+    benchmark: Optional[str]  # test name from the title, e.g. "Latency"; None: no title printed
     version: str  # OMB version from the title ("" if the title has none)
     columns: List[str] = field(default_factory=list)  # row keys, in header order
     datatypes: List[str] = field(default_factory=list)  # from "# Datatype: MPI_CHAR."
@@ -201,6 +201,11 @@ def parse_osu(text: str) -> Output:
                 raise ParseError(f"second title {line!r} in the output of {out.benchmark!r}",
                                  number)
             continue  # osu_mbw_mr prints its title twice
+        if out is None and line.startswith(_HEADER_START[0]):
+            # A table pasted without its title: read it, the test and version unknown.
+            out = _Run(benchmark=None, version="")
+            out.notes.append("no '# OSU MPI ... Test' title: the test name and OMB version are "
+                             "not printed (the table is read as it stands)")
         if out is None:
             if not line.startswith("#"):
                 before_title.append((number, line))
@@ -254,7 +259,7 @@ def parse_osu(text: str) -> Output:
 
 def _note_what_was_read_past(out: _Run, before_title: List[Tuple[int, str]], ucx_lines: int,
                              libfabric_lines: int) -> None:
-    if not out.version:
+    if not out.version and out.benchmark is not None:
         out.notes.append(f"{out.benchmark}: the title prints no OMB version")
     failed = [str(row["bytes"]) for row in out.rows if row.get("validation") == "Fail"]
     if failed:
