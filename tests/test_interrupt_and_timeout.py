@@ -144,3 +144,19 @@ def test_two_runners_on_one_campaign_share_the_work(impi_root, tmp_path):
     counts = ok_counts(root)
     assert len(counts) == 4 * 2 and set(counts.values()) == {1}
     assert len(records(root)) == 8  # no run was done twice
+
+
+def test_a_launcher_starts_with_no_signal_held(tmp_path):
+    # The harness holds SIGINT/SIGTERM while it forks the launcher (an interrupt landing in a
+    # fork callback would be lost); the launcher must not inherit that mask, or it would not
+    # stop when the harness sends SIGTERM.
+    from commstack.launch import runner
+    from commstack.launch.command import LaunchCommand
+
+    out, err = tmp_path / "out", tmp_path / "err"
+    outcome = runner.run(LaunchCommand(["grep", "SigBlk", "/proc/self/status"], {}, {}), out, err,
+                         timeout=30, cwd=tmp_path)
+    assert outcome.status == "ok", err.read_text()
+    blocked = int(out.read_text().split()[1], 16)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        assert not blocked & (1 << (sig - 1)), f"{sig.name} held in the launcher"

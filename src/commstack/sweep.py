@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import commstack
 from commstack import flavours, preflight, provenance
@@ -175,21 +175,12 @@ class SweepResult:
         return 0 if self.failed == 0 else 3
 
 
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM (delivered when this block ends) in the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signals are handled by the main thread anyway
-        return
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
 def _raise_interrupted(signum: int, frame: object) -> None:
+    # The flag outlives the exception, which Python drops when it is raised inside an at-fork
+    # callback of a subprocess start: the sweep still ends as interrupted.
+    runner.STOP.set()
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise runner.Interrupted(f"signal {signum}")
 
 
@@ -220,7 +211,8 @@ def run_sweep(
                  for s in {p.stack.name: p.stack for p in plan.points}.values()}
 
     result = SweepResult(campaign=campaign)
-    old_term = signal.signal(signal.SIGTERM, _raise_interrupted)
+    old_handlers = {sig: signal.signal(sig, _raise_interrupted)
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
     work = ([(only_repeat, prepared) for prepared in rotated(plan.points, only_repeat - 1)]
             if only_repeat is not None else
             [(repeat, prepared) for repeat in range(1, matrix.repeats + 1)
@@ -282,7 +274,9 @@ def run_sweep(
         runner.stop_all()
         result.interrupted = True
     finally:
-        signal.signal(signal.SIGTERM, old_term)
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
+        result.interrupted = result.interrupted or runner.STOP.is_set()
         # records.csv is derived (the next run writes it again): when the sweep is already
         # failing (a full disk), failing to write it must not hide that error.
         with contextlib.suppress(*((OSError,) if sys.exc_info()[0] else ())):
@@ -439,7 +433,7 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
         stdout, stderr = attempt.path / "stdout.txt", attempt.path / "stderr.txt"
         outcome = runner.run(command, stdout, stderr, timeout or matrix.timeout, cwd=attempt.path)
         # The run is over: an interrupt now waits until its record is written.
-        with _signals_deferred():
+        with runner.signals_held():
             text = stdout.read_text(errors="replace")
             status, parsed, notes, error, built = outcome.status, None, [], None, None
             if status == "ok":

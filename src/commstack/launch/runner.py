@@ -6,6 +6,7 @@ whole MPI job; on Linux it also gets SIGTERM if this harness dies (even from SIG
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -14,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from commstack.launch.command import LaunchCommand
 
@@ -24,6 +25,7 @@ _PR_SET_PDEATHSIG = 1
 
 # Set when the sweep is stopping: runs in flight report `interrupted`, none are started.
 STOP = threading.Event()
+_HELD = {signal.SIGINT, signal.SIGTERM}
 _LIVE: "set[subprocess.Popen[bytes]]" = set()
 _LIVE_LOCK = threading.Lock()
 
@@ -53,6 +55,26 @@ class RunOutcome:
         return self.end - self.start
 
 
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM (delivered when this block ends) in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals are handled by the main thread anyway
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _in_child() -> None:
+    """Between fork and exec of the launcher: take back the signals the harness held while
+    starting it (a mask survives exec), and die with the harness."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
+    _die_with_parent()
+
+
 def _die_with_parent() -> None:
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -70,7 +92,10 @@ def run(cmd: LaunchCommand, stdout: Path, stderr: Path, timeout: float, cwd: Pat
     timer: Optional[threading.Timer] = None
     timed_out = threading.Event()
     try:
-        with open(stdout, "wb") as out, open(stderr, "wb") as err:
+        # Held while the launcher is forked: Python runs at-fork callbacks (logging's, for one)
+        # in the parent, and a KeyboardInterrupt raised inside one is printed and dropped. Held,
+        # the signal lands just after, here, and the run is stopped as interrupted.
+        with open(stdout, "wb") as out, open(stderr, "wb") as err, signals_held():
             proc = subprocess.Popen(
                 cmd.argv,
                 stdin=subprocess.DEVNULL,
@@ -79,7 +104,7 @@ def run(cmd: LaunchCommand, stdout: Path, stderr: Path, timeout: float, cwd: Pat
                 env=env,
                 cwd=cwd,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=_in_child,
             )
         with _LIVE_LOCK:
             _LIVE.add(proc)
