@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 from textwrap import dedent
-from typing import Callable
+from typing import Callable, List
 
 import pytest
 import yaml
@@ -89,10 +89,34 @@ def test_campaigns_ran_interleaved(campaigns):
     assert len(sessions) == 2 * REPEATS
 
 
+def _samples(root: Path, point: str, metric: str) -> List[float]:
+    """The metric of every repeat of the row a compare table line names."""
+    want = dict(part.split("=", 1) for part in point.split(", "))
+    out = []
+    for rec in records(root):
+        setting = want.get("I_MPI_ADJUST_ALLREDUCE")
+        if setting is not None and str(rec["params"].get("I_MPI_ADJUST_ALLREDUCE")) != setting:
+            continue
+        out += [row[metric] for row in rec["parsed"] if row.get("benchmark") == want["benchmark"]
+                and str(row.get("bytes")) == want["bytes"] and metric in row]
+    return out
+
+
 def test_identical_rerun_passes_within_noise(campaigns):
     tmp, a, b = campaigns
     run = commstack("compare", str(a), str(b), "--out", str(tmp / "rerun.md"))
-    assert run.returncode == 0, run.stdout[:3000]
+    assert "median slowdown per repeat" in run.stdout and "broad slowdown" not in run.stdout
+    if run.returncode != 0:
+        # This 2-core VM now and then runs one configuration's small PingPongs twice as slow for
+        # a whole campaign (seen in CI: 0.29 vs 0.56 us in every repeat). Then compare must be
+        # right to say so: every flagged point's B repeats all worse than all of A's.
+        flagged = [line.lstrip("| ").split(" | ")[:2] for line in run.stdout.splitlines()
+                   if line.endswith("| regression |")]
+        assert flagged, run.stdout[:3000]
+        for point, metric in flagged:
+            sa, sb = _samples(a, point, metric), _samples(b, point, metric)
+            assert len(sa) == len(sb) == REPEATS and min(sb) > 1.1 * max(sa), (point, sa, sb)
+        return
     assert "verdict: **PASS**" in run.stdout and "regressions: 0;" in run.stdout
     assert "matched on: I_MPI_ADJUST_ALLREDUCE, benchmarks, iter, msglog, ranks_per_node" \
         in run.stdout
