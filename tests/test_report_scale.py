@@ -11,10 +11,12 @@ and scaled per point, records written through the store."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +36,7 @@ from commstack.report.studies import STUDIES
 from commstack.report.tables import sections
 from commstack.store.campaign import Campaign
 from commstack.store.files import write_new
-from commstack.store.record import Record
+from commstack.store.record import Record, RecordError
 from tests.conftest import REPO
 
 spec = importlib.util.spec_from_file_location("report_scale", REPO / "bench/report_scale.py")
@@ -221,3 +223,36 @@ def test_report_without_the_report_extra_ends_in_one_sentence(few):
     assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
     assert "commstack report needs the Python package 'pandas'" in lines[0]
     assert "pip install 'commstack[report]'" in lines[0]
+
+
+@pytest.mark.parametrize("root", [REPO / "tests/fixtures/campaigns/local/schema1-local",
+                                  REPO / "results/betzy/reference"])
+def test_samples_read_from_a_stored_table_equal_those_of_its_rows(root, tmp_path):
+    """Schema 3 keeps rows as a table; the report reads its samples column by column. The same
+    records written in schema 3 give the samples (and, where kept, the rows) of the originals."""
+    copy = tmp_path / root.name
+    shutil.copytree(root, copy)
+    paths = sorted(copy.glob("points/*/rep*.try*/record.json"))
+    assert paths
+    for path in paths:
+        path.write_bytes(Record.load(path).dumps())
+    assert any('"blocks"' in p.read_text() for p in paths)
+    for keep in (True, False):
+        before, after = load(root, lambda r, k=keep: k), load(copy, lambda r, k=keep: k)
+        for name in ("point_ids", "key_names", "keys", "metrics", "values", "oversubscribed",
+                     "points"):
+            assert getattr(after.samples, name) == getattr(before.samples, name), name
+        assert [r.parsed for r in after.records] == [r.parsed for r in before.records]
+
+
+@pytest.mark.parametrize("ok", [True, False])
+def test_a_broken_stored_table_is_named(tmp_path, ok):
+    root = tmp_path / "broken"
+    shutil.copytree(REPO / "tests/fixtures/campaigns/local/schema1-local", root)
+    path = next(p for p in sorted(root.glob("points/*/rep*.try*/record.json"))
+                if Record.load(p).parsed and Record.load(p).ok == ok)
+    data = json.loads(Record.load(path).dumps())
+    data["parsed"]["blocks"][0]["rows"][0].append(1.0)  # one value more than its columns
+    path.write_text(json.dumps(data))
+    with pytest.raises(RecordError, match=f"{re.escape(str(path))}: parsed: not a.* table of"):
+        load(root, lambda r: False)

@@ -3,35 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from types import ModuleType
 from typing import List, Optional
 
 from commstack import __version__
-from commstack.cli import (
-    compare,
-    import_,
-    machine,
-    mirror,
-    parse,
-    plan,
-    query,
-    rehearse,
-    report,
-    run,
-    status,
-    submit,
-    tune,
-)
 
-COMMANDS = {"plan": plan, "run": run, "parse": parse, "report": report, "status": status,
-            "submit": submit, "mirror": mirror}
-COMMANDS["import"] = import_
-COMMANDS["compare"] = compare
-COMMANDS["tune"] = tune
-COMMANDS["machine"] = machine
-COMMANDS["rehearse"] = rehearse
-COMMANDS["query"] = query
+# Subcommand name -> module under commstack.cli. Only the module of the command given is
+# imported, so `commstack status` does not pay for compare's or plan's imports.
+COMMANDS = {"plan": "plan", "run": "run", "parse": "parse", "report": "report",
+            "status": "status", "submit": "submit", "mirror": "mirror", "import": "import_",
+            "compare": "compare", "tune": "tune", "machine": "machine", "rehearse": "rehearse",
+            "query": "query"}
 
 EXIT_STATUS = """\
 exit status:
@@ -53,23 +37,39 @@ def summary(module: ModuleType) -> str:
     return " ".join((module.__doc__ or "").strip().split("\n\n")[0].split())
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_module(name: str) -> ModuleType:
+    return importlib.import_module(f"commstack.cli.{COMMANDS[name]}")
+
+
+def chosen_command(argv: List[str]) -> Optional[str]:
+    """The subcommand named on the command line, if any (the first word not an option)."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return first if first in COMMANDS else None
+
+
+def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The whole parser, or with ``only`` one subcommand's (the others as bare names)."""
     parser = argparse.ArgumentParser(
         prog="commstack", description="Sweep MPI benchmarks over communication stacks and knobs.",
         epilog=EXIT_STATUS, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"commstack {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, module in COMMANDS.items():
+    for name in COMMANDS:
+        if only not in (None, name):
+            sub.add_parser(name)
+            continue
+        module = command_module(name)
         module.register(sub.add_parser(name, help=summary(module), description=module.__doc__,
                                        formatter_class=argparse.RawDescriptionHelpFormatter))
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(chosen_command(argv)).parse_args(argv)
     try:
-        return COMMANDS[args.command].execute(args)
+        return command_module(args.command).execute(args)
     except KeyboardInterrupt:
         print("commstack: interrupted", file=sys.stderr)
         return 130

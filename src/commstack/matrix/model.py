@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -47,7 +48,7 @@ class Point:
     benchmark: str
     params: Tuple[Tuple[str, Any], ...]
 
-    @property
+    @functools.cached_property  # a frozen dataclass: computed once, status asks 10,000s of times
     def id(self) -> str:
         blob = json.dumps([self.benchmark, list(self.params)], sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]

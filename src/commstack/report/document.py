@@ -19,7 +19,7 @@ from commstack.aggregate import summary_frame
 from commstack.errors import CampaignError
 from commstack.markdown_table import table
 from commstack.report.drawing import Drawer
-from commstack.report.load import Samples, load
+from commstack.report.load import Loaded, Samples, load
 from commstack.report.plots import MAX_LINES
 from commstack.report.rehearsal_banner import banner
 from commstack.report.repeats import how_repeats_were_taken
@@ -52,37 +52,52 @@ def write_report(campaign_root: Path, others: Sequence[Path] = ()) -> Path:
     records = [r for r in loaded.records if r is not None]
     if not records:
         raise CampaignError(f"{campaign.root}: no records yet; run the matrix first")
-    _write_records_csv(campaign, loaded.newest)
     out_dir = campaign.root / "report"
     out_dir.mkdir(exist_ok=True)
     summary = _summary(loaded.samples)
-    if not summary.empty:
-        replace(campaign.root / "summary.csv", summary.to_csv(index=False).encode())
     joined_campaigns = [Campaign(Path(other)) for other in others]
     context = Context(campaign, records, out_dir, joined_campaigns,
                       [r for other in joined_campaigns for r in other.records() if not r.published])
     studies = [s for s in STUDIES if s.applies(context)]
-
-    lines: List[str] = [f"# {campaign.name} ({campaign.machine})", ""]
-    lines += banner(campaign.root)
-    lines += _overview(campaign, records)
-    lines += _studies([s for s in studies if s.before_tables], context)
     swept_summary = summary
     if len(context.swept) < len(records) and not summary.empty:
         # Their own summary: the printed resolution is the swept records' alone.
         swept_summary = _summary(loaded.samples, {r.point_id for r in context.swept})
-    if context.swept and not swept_summary.empty:
-        lines += _generic_sections(swept_summary.reset_index(drop=True), out_dir,
-                                   _cores(campaign))
-    lines += _studies([s for s in studies if not s.before_tables], context)
-    if joined_campaigns and not _named(lines):
-        lines += ["", "No study section shows the campaigns given with `--with` ("
-                  + _names(joined_campaigns) + "): they hold no results those studies use."]
-    lines += _problems(records)
+    found = sections(swept_summary.reset_index(drop=True)) \
+        if context.swept and not swept_summary.empty else []
+    # The plots are drawn in worker processes while this one writes the rest.
+    drawer = _start_plots(found, out_dir)
+    try:
+        lines = _write_rest(campaign, loaded, summary, found, studies, context)
+    except BaseException:
+        drawer.close()
+        raise
+    drawer.finish()
     _remove_stale(out_dir, lines)
     report = out_dir / "report.md"
     replace(report, ("\n".join(lines) + "\n").encode())
     return report
+
+
+def _write_rest(campaign: Campaign, loaded: Loaded, summary: pd.DataFrame,
+                found: List[Section], studies: List[Study], context: Context) -> List[str]:
+    """summary.csv, records.csv when stale, and the report's lines."""
+    if not summary.empty:
+        replace(campaign.root / "summary.csv", summary.to_csv(index=False).encode())
+    _write_records_csv(campaign, loaded.newest)
+
+    lines: List[str] = [f"# {campaign.name} ({campaign.machine})", ""]
+    lines += banner(campaign.root)
+    lines += _overview(campaign, context.records)
+    lines += _studies([s for s in studies if s.before_tables], context)
+    lines += _generic_sections(found, _cores(campaign))
+    lines += _studies([s for s in studies if not s.before_tables], context)
+    if context.joined_campaigns and not _named(lines):
+        lines += ["", "No study section shows the campaigns given with `--with` ("
+                  + _names(context.joined_campaigns) + "): they hold no results those studies "
+                  "use."]
+    lines += _problems(context.records)
+    return lines
 
 
 def _info(campaign: Campaign) -> dict:
@@ -144,13 +159,24 @@ def _remove_stale(out_dir: Path, lines: List[str]) -> None:
             (out_dir / name).unlink()
 
 
-def _generic_sections(summary: pd.DataFrame, out_dir: Path, cores: Optional[int]) -> List[str]:
-    found = sections(summary)
+def _start_plots(found: List[Section], out_dir: Path) -> Drawer:
+    """Hand every section with message sizes to the drawer (drawn meanwhile)."""
+    plotted = [s for s in found if s.mean.index.name == "bytes"]
+    drawer = Drawer(out_dir, len(plotted))
+    for section in plotted:
+        drawer.add(section, out_dir / _png(section))
+    return drawer
+
+
+def _png(section: Section) -> str:
+    return f"{section.slug}.png"
+
+
+def _generic_sections(found: List[Section], cores: Optional[int]) -> List[str]:
     if not found:
         return []
     lines = _legend(found, cores)
     unclean_started = False
-    drawer = Drawer(out_dir, sum(s.mean.index.name == "bytes" for s in found))
     for section in found:
         if not section.condition.clean and not unclean_started:
             unclean_started = True
@@ -159,16 +185,13 @@ def _generic_sections(summary: pd.DataFrame, out_dir: Path, cores: Optional[int]
                       "tables above.**"]
         lines += ["", f"## {section.title}", "", _caption(section, cores), ""]
         if section.mean.index.name == "bytes":
-            png = out_dir / f"{section.slug}.png"
-            drawer.add(section, png)
-            lines += [f"![{section.title}]({png.name})", ""]
+            lines += [f"![{section.title}]({_png(section)})", ""]
             if len(section.mean.columns) > MAX_LINES:
                 lines += [f"The plot draws {MAX_LINES} or fewer of the {len(section.mean.columns)}"
                           " settings (the best by the geometric mean over the message sizes of "
                           "the ratio to the best at each size, and the defaults); the heat map "
                           "below it and the table show every one.", ""]
         lines.append(to_markdown(section))
-    drawer.finish()
     return lines
 
 

@@ -9,6 +9,7 @@ figure; a worker costs a fork).
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import multiprocessing
@@ -68,8 +69,22 @@ class Drawer:
             return  # drawn from the same numbers before
         if self.pool is None:
             self.drawn.append(_draw((section, path)))
-        else:
+        elif self.pending:
             self.pending.append(self.pool.submit(_draw, (section, path)))
+        else:
+            # The first submit forks the workers. Frozen objects are left alone by the
+            # children's garbage collector, which would otherwise touch (and so copy) every
+            # page of the loaded campaign.
+            gc.freeze()
+            try:
+                self.pending.append(self.pool.submit(_draw, (section, path)))
+            finally:
+                gc.unfreeze()
+
+    def close(self) -> None:
+        """Stop drawing (an error elsewhere ended the report)."""
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
 
     def finish(self) -> List[str]:
         """Wait for the plots; record their hashes; the names of those drawn now."""

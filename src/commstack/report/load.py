@@ -1,24 +1,24 @@
-"""Read a campaign's records once for a report: the records (through ``Record.load``) and, in the
-same pass, every figure of merit as one compact table of samples.
+"""Read a campaign's records once for a report: the records (through ``Record.from_dict``) and,
+in the same pass, every figure of merit as one compact table of samples.
 
 A campaign of 10,000 IMB records holds 240,000 result rows; kept as dicts in every record they
 take a few hundred MB. The tables and plots need only the samples, so a record keeps its rows
 only when a study section reads them (``keep_rows``: a tuning step's campaign, cartex, GASNet-EX
 and the benchmarks of the GASNet-EX paper's figure); the samples of every record are in
-:class:`Samples`.
+:class:`Samples`. A schema-3 record's rows are stored as a table (``rows_table``); its samples
+are read from the table's columns without making the rows.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import json
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from commstack.benchmarks import registry
-from commstack.store.record import Record
+from commstack.store.record import Record, RecordError, table_rows
 
 
 @dataclass
@@ -51,28 +51,9 @@ def record_paths(root: Path) -> List[str]:
 
 
 def load(root: Path, keep_rows: Callable[[Record], bool]) -> Loaded:
-    """Every record of the campaign, read in worker processes when there are many (JSON
-    decoding is most of the time; the parts come back in the store's order)."""
-    paths = record_paths(root)
-    workers = min(os.cpu_count() or 1, len(paths) // PER_WORKER)
-    if workers < 2 or os.name != "posix":
-        return _load(paths, keep_rows)
-    global _KEEP
-    _KEEP = keep_rows  # forked workers see it; a lambda does not pickle
-    chunks = [paths[i::workers] for i in range(workers)]  # interleaved: equal work
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        parts = list(pool.map(_load_chunk, chunks))
-    order = {path: i for i, path in enumerate(paths)}
-    return _merge(parts, [[order[p] for p in chunk] for chunk in chunks])
-
-
-PER_WORKER = 2000  # records; fewer are read in this process
-_KEEP: Callable[[Record], bool] = lambda record: True  # noqa: E731
-
-
-def _load_chunk(paths: List[str]) -> "Loaded":
-    return _load(paths, _KEEP)
+    """Every record of the campaign, in the store's order. (Read in one process: worker
+    processes were tried and sending 10,000 records back cost as much as reading them.)"""
+    return _load(record_paths(root), keep_rows)
 
 
 def _load(paths: List[str], keep_rows: Callable[[Record], bool]) -> Loaded:
@@ -82,30 +63,28 @@ def _load(paths: List[str], keep_rows: Callable[[Record], bool]) -> Loaded:
     for path in paths:
         try:
             newest = max(newest, os.stat(path).st_mtime)
-            record = Record.load(Path(path))
+            with open(path, "rb") as handle:
+                data = json.loads(handle.read())
         except FileNotFoundError:
             records.append(None)  # an attempt still running: no record yet
             continue
-        add_samples(samples, record)
-        if not keep_rows(record):
-            record.parsed = []  # its numbers are in `samples`
+        except ValueError as exc:
+            raise RecordError(f"{path}: not valid JSON ({exc})") from None
+        table = data.get("parsed") if isinstance(data, dict) else None
+        if isinstance(table, dict) and "blocks" in table:
+            # Schema 3's table of rows: samples straight from its columns; the rows are made
+            # only for a record a study section reads.
+            record = Record.from_dict(dict(data, parsed=None), path)
+            add_table_samples(samples, record, table, f"{path}: parsed")
+            if keep_rows(record):
+                record.parsed = table_rows(table, f"{path}: parsed")
+        else:
+            record = Record.from_dict(data, path)
+            add_samples(samples, record)
+            if not keep_rows(record):
+                record.parsed = []  # its numbers are in `samples`
         records.append(record)
     return Loaded(records, samples, newest)
-
-
-def _merge(parts: List[Loaded], positions: List[List[int]]) -> Loaded:
-    """One Loaded from the workers' parts, records in the store's order."""
-    slots: List[Optional[Record]] = [None] * sum(len(p) for p in positions)
-    for part, where in zip(parts, positions):
-        for index, record in zip(where, part.records):
-            slots[index] = record
-    samples = Samples()
-    for part in parts:
-        for name in ("point_ids", "key_names", "keys", "metrics", "values", "oversubscribed"):
-            getattr(samples, name).extend(getattr(part.samples, name))
-        for point, info in part.samples.points.items():
-            samples.points.setdefault(point, info)
-    return Loaded(slots, samples, max((p.newest for p in parts), default=0.0))
 
 
 def add_samples(samples: Samples, record: Record) -> None:
@@ -136,3 +115,63 @@ def add_samples(samples: Samples, record: Record) -> None:
         seen = True
     if seen and record.point_id not in samples.points:
         samples.points[record.point_id] = (record.params, record.benchmark, record.ranks)
+
+
+def add_table_samples(samples: Samples, record: Record, table: dict, where: str) -> None:
+    """:func:`add_samples` of a record whose rows are still a ``rows_table`` (schema 3): the
+    same samples, read column by column."""
+    family = registry.BENCHMARKS.get(record.benchmark)
+    if family is None:  # a benchmark no module defines any more: by rows
+        record.parsed = table_rows(table, where)
+        add_samples(samples, record)
+        record.parsed = []
+        return
+    if not record.ok:
+        table_rows(table, where)  # no samples, but a broken table is still named
+        return
+    row_keys = family.row_keys
+    figures = [f.key for f in family.figures]
+    over = bool(record.oversubscribed)
+    seen = False
+    try:
+        shared = table.get("same", {})
+        for block in table["blocks"]:
+            columns, rows = block["columns"], block["rows"]
+            same = dict(shared, **block["same"])
+            if any(len(values) != len(columns) for values in rows):
+                raise ValueError(f"a row has a number of values other than {len(columns)}")
+            position = {name: i for i, name in enumerate(columns)}
+            status = _column(rows, position, same, "status", "ok")
+            figure_columns = [(key, _column(rows, position, same, key)) for key in figures]
+            keys = list(zip(*[_column(rows, position, same, k) for k in row_keys])) \
+                if row_keys else [()] * len(rows)
+            chosen = []  # (row, figure, value) of the rows that count
+            for j, state in enumerate(status):
+                if state != "ok":
+                    continue
+                for key, values in figure_columns:
+                    if isinstance(values[j], (int, float)):
+                        chosen.append((j, key, values[j]))
+                        break
+            if chosen:
+                count = len(chosen)
+                samples.point_ids.extend([record.point_id] * count)
+                samples.key_names.extend([row_keys] * count)
+                samples.keys.extend([keys[j] for j, _, _ in chosen])
+                samples.metrics.extend([key for _, key, _ in chosen])
+                samples.values.extend([float(value) for _, _, value in chosen])
+                samples.oversubscribed.extend([over] * count)
+                seen = True
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RecordError(f"{where}: not a table of rows ({exc})") from None
+    if seen and record.point_id not in samples.points:
+        samples.points[record.point_id] = (record.params, record.benchmark, record.ranks)
+
+
+def _column(rows: List[list], position: Dict[str, int], same: dict, name: str,
+            absent: object = None) -> list:
+    """One key's value in every row of a table block (``absent`` where no row has the key)."""
+    if name in position:
+        i = position[name]
+        return [values[i] for values in rows]
+    return [same.get(name, absent)] * len(rows)

@@ -20,10 +20,11 @@ Versions:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 SCHEMA_VERSION = 3
 SCHEMA_FILE = Path(__file__).with_name("record.schema.json")
@@ -197,12 +198,11 @@ class Record:
         if isinstance(placement, dict) and "ranks" in placement:
             data["placement"] = dict(placement, ranks=table_rows(placement["ranks"],
                                                                  f"{where}: placement.ranks"))
-        missing = [f.name for f in dataclasses.fields(cls)
-                   if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-                   and f.name not in data]
+        required, known = _field_names(cls)
+        missing = [name for name in required if name not in data]
         if missing:
             raise RecordError(f"{where}: missing {', '.join(missing)}")
-        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
         if unknown:
             raise RecordError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
         data["stack_info"] = StackInfo(**(data.get("stack_info") or {}))
@@ -220,10 +220,19 @@ class Record:
         return cls.from_dict(data, str(path))
 
 
+@functools.lru_cache(maxsize=None)
+def _field_names(kind: type) -> Tuple[Tuple[str, ...], frozenset]:
+    """(the fields without a default, every field) of a dataclass."""
+    fields = dataclasses.fields(kind)
+    required = tuple(f.name for f in fields if f.default is dataclasses.MISSING
+                     and f.default_factory is dataclasses.MISSING)
+    return required, frozenset(f.name for f in fields)
+
+
 def _typed(kind: type, value: Any, where: str) -> Any:
     if not isinstance(value, dict):
         raise RecordError(f"{where}: expected an object")
-    names = {f.name for f in dataclasses.fields(kind)}
+    names = _field_names(kind)[1]
     unknown = set(value) - names
     if unknown:
         raise RecordError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
