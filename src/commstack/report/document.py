@@ -18,9 +18,8 @@ import pandas as pd
 from commstack.aggregate import summary_frame
 from commstack.errors import CampaignError
 from commstack.markdown_table import table
-from commstack.report.drawing import Drawer
+from commstack.report.drawing import MAX_LINES, Drawer
 from commstack.report.load import Loaded, Samples, load
-from commstack.report.plots import MAX_LINES
 from commstack.report.rehearsal_banner import banner
 from commstack.report.repeats import how_repeats_were_taken
 from commstack.report.studies import STUDIES, Context, Study
@@ -47,6 +46,23 @@ def write_report(campaign_root: Path, others: Sequence[Path] = ()) -> Path:
     benchmarks (the GASNet-EX paper's figure: testlarge, IMB-RMA and IMB-MPI1 side by side);
     the tables of this report stay this campaign's own."""
     campaign = Campaign(Path(campaign_root))
+    out_dir = campaign.root / "report"
+    # Drawing workers start now, from this still small process, and import matplotlib while
+    # the records are read; the plots are drawn there while this process writes the rest.
+    drawer = Drawer(out_dir)
+    try:
+        lines = _lines(campaign, others, drawer)
+    except BaseException:
+        drawer.close()
+        raise
+    drawer.finish()
+    _remove_stale(out_dir, lines)
+    report = out_dir / "report.md"
+    replace(report, ("\n".join(lines) + "\n").encode())
+    return report
+
+
+def _lines(campaign: Campaign, others: Sequence[Path], drawer: Drawer) -> List[str]:
     info = _info(campaign)
     loaded = load(campaign.root, lambda r: any(s.needs_rows(r, info) for s in STUDIES))
     records = [r for r in loaded.records if r is not None]
@@ -65,18 +81,10 @@ def write_report(campaign_root: Path, others: Sequence[Path] = ()) -> Path:
         swept_summary = _summary(loaded.samples, {r.point_id for r in context.swept})
     found = sections(swept_summary.reset_index(drop=True)) \
         if context.swept and not swept_summary.empty else []
-    # The plots are drawn in worker processes while this one writes the rest.
-    drawer = _start_plots(found, out_dir)
-    try:
-        lines = _write_rest(campaign, loaded, summary, found, studies, context)
-    except BaseException:
-        drawer.close()
-        raise
-    drawer.finish()
-    _remove_stale(out_dir, lines)
-    report = out_dir / "report.md"
-    replace(report, ("\n".join(lines) + "\n").encode())
-    return report
+    for section in found:
+        if section.mean.index.name == "bytes":
+            drawer.add(section, out_dir / _png(section))
+    return _write_rest(campaign, loaded, summary, found, studies, context)
 
 
 def _write_rest(campaign: Campaign, loaded: Loaded, summary: pd.DataFrame,
@@ -157,15 +165,6 @@ def _remove_stale(out_dir: Path, lines: List[str]) -> None:
     for name in {f for study in STUDIES for f in study.files}:
         if (out_dir / name).exists() and name not in text:
             (out_dir / name).unlink()
-
-
-def _start_plots(found: List[Section], out_dir: Path) -> Drawer:
-    """Hand every section with message sizes to the drawer (drawn meanwhile)."""
-    plotted = [s for s in found if s.mean.index.name == "bytes"]
-    drawer = Drawer(out_dir, len(plotted))
-    for section in plotted:
-        drawer.add(section, out_dir / _png(section))
-    return drawer
 
 
 def _png(section: Section) -> str:

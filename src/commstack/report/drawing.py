@@ -2,14 +2,14 @@
 
 Each plot's input (its title, condition, numbers and the plotting code's version) is hashed; the
 hashes of the plots drawn are kept in ``report/.figures.json``. A plot whose PNG exists with
-the same hash is not drawn again. The others are drawn in worker processes when there are
-enough of them to pay for starting the workers (matplotlib takes about half a second per
-figure; a worker costs a fork).
+the same hash is not drawn again. The others are drawn in worker processes, one per CPU,
+started when the report begins: forked from a process that has not read the campaign yet, they
+import matplotlib (half a second) while the records are read, and draw (about half a
+CPU-second per figure) while the report's process writes the tables.
 """
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import multiprocessing
@@ -24,7 +24,19 @@ from commstack.store.files import replace
 HASHES = ".figures.json"
 # Bump when the drawing code changes what a plot looks like: every plot is drawn again.
 VERSION = "3"
-PARALLEL_FROM = 4  # figures; fewer are drawn in this process
+MAX_LINES = 12  # more lines than this are not read; the rest go to the heat map
+BEST = 8        # with more settings: the best few, plus the defaults (up to MAX_LINES in all)
+
+
+def pyplot():
+    """matplotlib.pyplot with the Agg backend, imported where a figure is drawn: it takes half
+    a second, which a report whose figures are drawn in worker processes does not pay."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def fingerprint(section: Section) -> str:
@@ -38,6 +50,10 @@ def fingerprint(section: Section) -> str:
     return digest.hexdigest()
 
 
+def _import_plots() -> None:
+    import commstack.report.plots  # noqa: F401  (matplotlib: half a second, paid once per worker)
+
+
 def _draw(job: Tuple[Section, Path]) -> str:
     from commstack.report.plots import plot_section
 
@@ -47,20 +63,22 @@ def _draw(job: Tuple[Section, Path]) -> str:
 
 
 class Drawer:
-    """Plots are handed in as their sections are made and drawn meanwhile (in ``workers``
-    processes when ``expected`` plots make that pay); :meth:`finish` waits for them."""
+    """Plots are handed in as their sections are made and drawn meanwhile, in worker processes
+    started at once (on a machine of one CPU, in this process); :meth:`finish` waits for them."""
 
-    def __init__(self, out_dir: Path, expected: int):
+    def __init__(self, out_dir: Path):
         self.out_dir = out_dir
         self.stored = _read(out_dir / HASHES)
         self.wanted: Dict[str, str] = {}
         self.pending: list = []
         self.drawn: List[str] = []
-        workers = min(expected, os.cpu_count() or 1)
+        workers = os.cpu_count() or 1
         self.pool = None
-        if expected >= PARALLEL_FROM and workers > 1 and os.name == "posix":
+        if workers > 1 and os.name == "posix":
             self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(
                 "fork"))
+            for _ in range(workers):
+                self.pool.submit(_import_plots)
 
     def add(self, section: Section, path: Path) -> None:
         digest = fingerprint(section)
@@ -69,17 +87,8 @@ class Drawer:
             return  # drawn from the same numbers before
         if self.pool is None:
             self.drawn.append(_draw((section, path)))
-        elif self.pending:
-            self.pending.append(self.pool.submit(_draw, (section, path)))
         else:
-            # The first submit forks the workers. Frozen objects are left alone by the
-            # children's garbage collector, which would otherwise touch (and so copy) every
-            # page of the loaded campaign.
-            gc.freeze()
-            try:
-                self.pending.append(self.pool.submit(_draw, (section, path)))
-            finally:
-                gc.unfreeze()
+            self.pending.append(self.pool.submit(_draw, (section, path)))
 
     def close(self) -> None:
         """Stop drawing (an error elsewhere ended the report)."""
@@ -102,9 +111,13 @@ class Drawer:
 
 def draw_all(jobs: List[Tuple[Section, Path]], out_dir: Path) -> List[str]:
     """Draw what changed; returns the names of the PNGs drawn (the rest were current)."""
-    drawer = Drawer(out_dir, len(jobs))
-    for section, path in jobs:
-        drawer.add(section, path)
+    drawer = Drawer(out_dir)
+    try:
+        for section, path in jobs:
+            drawer.add(section, path)
+    except BaseException:
+        drawer.close()
+        raise
     return drawer.finish()
 
 

@@ -32,6 +32,7 @@ from matplotlib.ticker import (  # noqa: E402
 
 from commstack.benchmarks import registry  # noqa: E402
 from commstack.report.defaults import has_default, is_default  # noqa: E402
+from commstack.report.drawing import BEST, MAX_LINES  # noqa: E402,F401  (MAX_LINES: for readers)
 from commstack.report.numbers import plain  # noqa: E402
 from commstack.report.tables import Section, units  # noqa: E402
 
@@ -73,8 +74,6 @@ def plain_log_axes(ax, values: Iterable[float], xbase: int = 2) -> None:
     ax.grid(True, which="both", alpha=0.3)
 
 
-MAX_LINES = 12  # more lines than this are not read; the rest go to the heat map
-BEST = 8        # with more settings: the best few, plus the defaults (up to MAX_LINES in all)
 
 
 @dataclass

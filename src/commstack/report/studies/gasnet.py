@@ -24,18 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
-
-from commstack.benchmarks.registry import BENCHMARKS  # noqa: E402
-from commstack.figures import Figure, figures, varying  # noqa: E402
-from commstack.markdown_table import table  # noqa: E402
-from commstack.report.plots import BAND_ALPHA, size_label  # noqa: E402
-from commstack.report.studies.base import Context, Study  # noqa: E402
-from commstack.store.record import Record  # noqa: E402
+from commstack.benchmarks.registry import BENCHMARKS
+from commstack.figures import Figure, figures, varying
+from commstack.markdown_table import table
+from commstack.report.drawing import pyplot
+from commstack.report.studies.base import Context, Study
+from commstack.store.record import Record
 
 GIB = 2 ** 30
 MPI, GASNET = "MPI", "GASNet-EX"
@@ -113,6 +107,11 @@ def latency(records: List[Record]) -> List[Series]:
 
 
 def plot_bandwidth(series: List[Series], path: Path) -> Path:
+    from matplotlib.ticker import FuncFormatter
+
+    from commstack.report.plots import BAND_ALPHA, size_label
+
+    plt = pyplot()
     blues, reds, greens = plt.get_cmap("Blues"), plt.get_cmap("Reds"), plt.get_cmap("Greens")
     configs = sorted({s.config for s in series})
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)

@@ -33,20 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Tuple
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from commstack.aggregate import SUMMARY_FIELDS, aggregate  # noqa: E402
-from commstack.benchmarks import registry  # noqa: E402
-from commstack.markdown_table import table  # noqa: E402
-from commstack.report.defaults import is_default  # noqa: E402
-from commstack.report.plots import BAND_ALPHA, plain_log_axes  # noqa: E402
-from commstack.report.studies.base import Context, Study  # noqa: E402
-from commstack.report.tables import units  # noqa: E402
-from commstack.store.files import replace  # noqa: E402
-from commstack.tune import decide as rule  # noqa: E402
+from commstack.aggregate import SUMMARY_FIELDS, aggregate
+from commstack.benchmarks import registry
+from commstack.markdown_table import table
+from commstack.report.defaults import is_default
+from commstack.report.drawing import pyplot
+from commstack.report.studies.base import Context, Study
+from commstack.report.tables import units
+from commstack.store.files import replace
+from commstack.tune import decide as rule
 
 COLLECTIVES = {"Alltoall": "ata", "Allgather": "aga", "Allreduce": "are"}
 TOKENS = {("mapping", "block"): "bl", ("mapping", "cyclic"): "cy", ("UCX_TLS", "all"): "all",
@@ -379,6 +374,8 @@ def _ordered(axis: Axis, seen: set) -> List[Values]:
 
 
 def _draw(ax, curves: List[Tuple[str, Curve]], case: Case) -> None:
+    from commstack.report.plots import BAND_ALPHA, plain_log_axes
+
     shown: List[float] = []
     for label, curve in curves:
         sizes = sorted(s for s in curve.values if s > 0)
@@ -394,6 +391,7 @@ def _draw(ax, curves: List[Tuple[str, Curve]], case: Case) -> None:
 
 
 def _save(fig, path: Path) -> None:
+    plt = pyplot()
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -401,6 +399,7 @@ def _save(fig, path: Path) -> None:
 
 def step_plots(case: Case, out_dir: Path, tune: TuneStep, chosen: Curve) -> List[StudyPlot]:
     """The step's candidates, one line each (per combination of the other varying axes)."""
+    plt = pyplot()
     plots: List[StudyPlot] = []
     defaults = tune.defaults
     for axis in case.axes:
@@ -435,6 +434,9 @@ def step_plots(case: Case, out_dir: Path, tune: TuneStep, chosen: Curve) -> List
 
 def tuned_vs_default_plot(case: Case, verdict: Verdict, out_dir: Path, tune: TuneStep
                           ) -> StudyPlot:
+    from commstack.report.plots import plain_log_axes
+
+    plt = pyplot()
     tuned, default = verdict.chosen, verdict.default
     name = f"{case.prefix}_step{tune.index}.png"
     describe = {id(c): "; ".join(_show(a, c.at(a), {}) for a in case.axes)
