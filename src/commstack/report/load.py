@@ -92,28 +92,34 @@ def add_samples(samples: Samples, record: Record) -> None:
         return
     row_keys = registry.row_keys(record.benchmark)
     family = registry.BENCHMARKS.get(record.benchmark)
-    figures = family.figures if family else None
+    figures = [f.key for f in family.figures] if family else None
     number = (int, float)
-    over = bool(record.oversubscribed)
-    seen = False
+    chosen = []  # (row keys' values, figure, value) of the rows that count
     for item in record.parsed:
         if item.get("status", "ok") != "ok":
             continue
         if figures is not None:  # registry.metric_of, without a call per row
-            key = next((f.key for f in figures if isinstance(item.get(f.key), number)), None)
+            key = next((k for k in figures if isinstance(item.get(k), number)), None)
         else:
             figure = registry.metric_of(item, record.benchmark)
             key = figure.key if figure else None
-        if key is None:
-            continue
-        samples.point_ids.append(record.point_id)
-        samples.key_names.append(row_keys)
-        samples.keys.append(tuple(map(item.get, row_keys)))
-        samples.metrics.append(key)
-        samples.values.append(float(item[key]))
-        samples.oversubscribed.append(over)
-        seen = True
-    if seen and record.point_id not in samples.points:
+        if key is not None:
+            chosen.append((tuple(map(item.get, row_keys)), key, item[key]))
+    _extend(samples, record, row_keys, chosen)
+
+
+def _extend(samples: Samples, record: Record, row_keys: Tuple[str, ...],
+            chosen: List[Tuple[tuple, str, float]]) -> None:
+    if not chosen:
+        return
+    count = len(chosen)
+    samples.point_ids.extend([record.point_id] * count)
+    samples.key_names.extend([row_keys] * count)
+    samples.keys.extend([keys for keys, _, _ in chosen])
+    samples.metrics.extend([key for _, key, _ in chosen])
+    samples.values.extend([float(value) for _, _, value in chosen])
+    samples.oversubscribed.extend([bool(record.oversubscribed)] * count)
+    if record.point_id not in samples.points:
         samples.points[record.point_id] = (record.params, record.benchmark, record.ranks)
 
 
@@ -131,8 +137,7 @@ def add_table_samples(samples: Samples, record: Record, table: dict, where: str)
         return
     row_keys = family.row_keys
     figures = [f.key for f in family.figures]
-    over = bool(record.oversubscribed)
-    seen = False
+    chosen = []  # (row keys' values, figure, value) of the rows that count
     try:
         shared = table.get("same", {})
         for block in table["blocks"]:
@@ -145,27 +150,16 @@ def add_table_samples(samples: Samples, record: Record, table: dict, where: str)
             figure_columns = [(key, _column(rows, position, same, key)) for key in figures]
             keys = list(zip(*[_column(rows, position, same, k) for k in row_keys])) \
                 if row_keys else [()] * len(rows)
-            chosen = []  # (row, figure, value) of the rows that count
             for j, state in enumerate(status):
                 if state != "ok":
                     continue
                 for key, values in figure_columns:
                     if isinstance(values[j], (int, float)):
-                        chosen.append((j, key, values[j]))
+                        chosen.append((keys[j], key, values[j]))
                         break
-            if chosen:
-                count = len(chosen)
-                samples.point_ids.extend([record.point_id] * count)
-                samples.key_names.extend([row_keys] * count)
-                samples.keys.extend([keys[j] for j, _, _ in chosen])
-                samples.metrics.extend([key for _, key, _ in chosen])
-                samples.values.extend([float(value) for _, _, value in chosen])
-                samples.oversubscribed.extend([over] * count)
-                seen = True
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise RecordError(f"{where}: not a table of rows ({exc})") from None
-    if seen and record.point_id not in samples.points:
-        samples.points[record.point_id] = (record.params, record.benchmark, record.ranks)
+    _extend(samples, record, row_keys, chosen)
 
 
 def _column(rows: List[list], position: Dict[str, int], same: dict, name: str,
