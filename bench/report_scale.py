@@ -17,8 +17,10 @@ Each command runs in a child process; wall time by the clock, peak RSS from
 of the tree: drawing workers are forked from the report). The generator ends as ``commstack run``
 does, writing records.csv through the store (``write_records_csv``). ``report`` is run cold
 (report/ and summary.csv removed first; records.csv as the run left it) and, for the new code,
-warm again (nothing changed: figures are not redrawn). Medians over ``--repeats``; a run that exceeds ``--timeout``
-is killed and reported as "> T s".
+warm again (nothing changed: figures are not redrawn), and once more on a copy of the campaign
+with its records in schema 3 (what ``commstack run`` writes now). Both codes run with their
+modules compiled first (as an installed package has them). Medians over ``--repeats``; a run
+that exceeds ``--timeout`` is killed and reported as "> T s".
 
   python bench/report_scale.py [--sizes 1000 10000 100000] [--base 0bd3eb3] [--repeats 3]
 """
@@ -215,8 +217,32 @@ def clean_report(campaign_dir: Path) -> None:
 
 
 def code_env(src: Path) -> Dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(src), MPLBACKEND="Agg")
+    """Each code with its modules compiled beforehand (as an installed package has them), the
+    compiled files kept outside the source trees."""
+    env = dict(os.environ, PYTHONPATH=str(src), MPLBACKEND="Agg",
+               PYTHONPYCACHEPREFIX=str(Path(tempfile.gettempdir()) / "report-scale-pycache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
+
+
+def compile_code(src: Path) -> None:
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], env=code_env(src),
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def as_written_now(campaign_dir: Path) -> Path:
+    """The same campaign with every record in schema 3, the form ``commstack run`` writes now
+    (today's code reads only schema 2, so the side-by-side runs use that)."""
+    target = campaign_dir.with_name(campaign_dir.name + "-schema3")
+    if (target / "records.csv").exists():
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(campaign_dir, target)
+    for path in target.glob("points/*/rep*.try*/record.json"):
+        path.write_bytes(Record.load(path).dumps())
+    (target / "records.csv").unlink()
+    write_records_csv(target, Campaign(target).records())  # as `commstack run` ends
+    return target
 
 
 def run_cli(src: Path, args: List[str], timeout: float, repeats: int, cold: Optional[Path]
@@ -276,6 +302,8 @@ def main() -> int:
     worktree = Path(tempfile.mkdtemp(prefix="report-base-")) / "tree"
     subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(worktree),
                     args.base], check=True, capture_output=True)
+    for src in (worktree / "src", ROOT / "src"):
+        compile_code(src)
     rows = []
     earlier = {r.get("size"): r for r in json.loads(args.out.read_text())["rows"]
                } if args.out.is_file() else {}
@@ -314,6 +342,13 @@ def main() -> int:
                       f"{shown(row[f'{who}_status'])}", flush=True)
             print(f"  new, warm (nothing changed): report {shown(row['new_report_warm'])}",
                   flush=True)
+            now = as_written_now(campaign_dir)
+            row["new_report_schema3"] = run_cli(ROOT / "src", ["report", str(now)],
+                                                args.timeout, args.repeats, now)
+            row["new_status_schema3"] = run_cli(ROOT / "src", ["status", str(now)],
+                                                args.timeout, args.repeats, None)
+            print(f"  new, records in schema 3: report {shown(row['new_report_schema3'])}; "
+                  f"status {shown(row['new_status_schema3'])}", flush=True)
             rows.append(row)
             rows.sort(key=lambda r: r["size"])
             args.out.write_text(json.dumps(
