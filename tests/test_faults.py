@@ -285,3 +285,20 @@ def test_every_subcommand_help_is_a_whole_sentence():
         assert text[0].isupper() and text.endswith("."), (name, text)
         assert text.count("(") == text.count(")"), (name, text)
     assert "4 " in done.stdout.split("exit status:", 1)[1]
+
+
+@pytest.mark.parametrize("command", ["status", "report", "import"])
+def test_a_subcommand_imports_its_own_module_only(command):
+    """`commstack status` does not pay for compare's, plan's or tune's imports (0.6 s)."""
+    code = ("import sys\nfrom commstack.cli import main\n"
+            f"try:\n    main([{command!r}, '--help'])\nexcept SystemExit:\n    pass\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('commstack.cli.'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stdout.split("\n")[-2].split())
+    from commstack.cli import COMMANDS
+
+    others = {f"commstack.cli.{m}" for n, m in COMMANDS.items() if n != command}
+    assert f"commstack.cli.{COMMANDS[command]}" in loaded
+    assert not loaded & others, loaded
