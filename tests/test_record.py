@@ -124,3 +124,24 @@ def test_corrupt_record_stops_status_with_one_sentence(tmp_path):
     assert done.returncode == 2, done.stderr
     assert str(path) in done.stderr and "not valid JSON" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("name", sorted(CAMPAIGNS))
+def test_the_stored_status_is_read_without_decoding_or_not_at_all(name):
+    """`commstack status` reads a record's status from its bytes (``stored_status``); in every
+    form the store writes it agrees with Record.load, and where it cannot be sure it says None."""
+    from commstack.store.files import dump_json
+    from commstack.store.record import stored_status
+
+    for path, _ in _raw_records(CAMPAIGNS[name]):
+        record = Record.load(path)
+        schema2 = dump_json({**record.to_dict(), "schema": 2})
+        for data in (record.dumps(), schema2):
+            assert stored_status(data) == record.status
+        assert stored_status(path.read_bytes()) in (None, record.status)  # as found (schema 1)
+        newer = record.dumps().replace(b'"schema":3', b'"schema":99')
+        assert stored_status(newer) is None
+        used = dataclasses.replace(record, components_used={"not_used": ["coll/ucc"]})
+        assert stored_status(used.dumps()) is None  # components to check: Record.load
+        escaped = dataclasses.replace(record, status='a "quoted" state')
+        assert stored_status(escaped.dumps()) is None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from commstack.machine import find_machine
 from commstack.matrix.expand import expand
 from commstack.matrix.load import load_matrix
 from commstack.store.campaign import DONE, FAILED, FAILURES, PENDING, RUNNING, Attempt, Campaign
-from commstack.store.record import SCHEMA_VERSION, Record
+from commstack.store.record import Record, stored_status
 from commstack.sweep import skipped_points
 
 SKIPPED = "skipped"
@@ -72,10 +71,6 @@ def execute(args: argparse.Namespace) -> int:
     return 0 if totals["failed"] == 0 else 3
 
 
-# A top-level key starts a line: indented by one space (schema 2) or not at all (schema 3,
-# one field per line); nested keys are indented deeper (2) or inside their field's line (3).
-_STATUS = (b'\n "status": "', b'\n"status":"')
-_SCHEMA = re.compile(rb'\n ?"schema": ?(\d+)')
 
 
 @dataclass
@@ -113,10 +108,8 @@ def _status(folder: str, scan: Scan) -> Optional[str]:
         data = _read(path)
     except FileNotFoundError:
         return None
-    status = _top_level_status(data)
-    schema = _SCHEMA.search(data, max(0, len(data) - 4096)) or _SCHEMA.search(data)
-    if (status is not None and schema is not None and int(schema.group(1)) <= SCHEMA_VERSION
-            and b'"not_used"' not in data):
+    status = stored_status(data)
+    if status is not None:
         return status
     record = Record.load(Path(path))  # another form, or components to check
     if (record.components_used or {}).get("not_used"):
@@ -134,19 +127,6 @@ def _read(path: str) -> bytes:
     finally:
         os.close(fd)
     return b"".join(chunks)
-
-
-def _top_level_status(data: bytes) -> Optional[str]:
-    """The value of the top-level ``status`` key (a JSON object's keys are unique, and the key
-    sorts near the end, so it is looked for from there)."""
-    for marker in _STATUS:
-        at = data.rfind(marker)
-        if at >= 0:
-            start = at + len(marker)
-            end = data.find(b'"', start)
-            value = data[start:end]
-            return value.decode() if b"\\" not in value else None
-    return None
 
 
 def _print_jobs(campaign: Campaign) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -218,6 +219,29 @@ class Record:
         except ValueError as exc:
             raise RecordError(f"{path}: not valid JSON ({exc})") from None
         return cls.from_dict(data, str(path))
+
+
+# How the store writes record.json: a top-level key starts a line, indented by one space (schema
+# 2) or not at all (schema 3, one field per line); nested keys are indented deeper (2) or inside
+# their field's line (3).
+_STATUS_LINES = (b'\n "status": "', b'\n"status":"')
+_SCHEMA_LINE = re.compile(rb'\n ?"schema": ?(\d+)')
+
+
+def stored_status(data: bytes) -> Optional[str]:
+    """The run status in a record.json's bytes as the store writes them, without decoding the
+    JSON (``commstack status`` reads 10,000s). None when it cannot be told so (another form, a
+    newer schema) or when components asked for may not have been used: :meth:`Record.load`."""
+    schema = _SCHEMA_LINE.search(data, max(0, len(data) - 4096)) or _SCHEMA_LINE.search(data)
+    if schema is None or int(schema.group(1)) > SCHEMA_VERSION or b'"not_used"' in data:
+        return None
+    for marker in _STATUS_LINES:  # the key sorts near the end: looked for from there
+        at = data.rfind(marker)
+        if at >= 0:
+            start = at + len(marker)
+            value = data[start:data.find(b'"', start)]
+            return value.decode() if b"\\" not in value else None
+    return None
 
 
 @functools.lru_cache(maxsize=None)
