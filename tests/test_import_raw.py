@@ -114,6 +114,9 @@ def test_parameters_come_from_the_output_only(imb_import):
                               "imb_version": None, "ranks": None}
     assert bare["benchmark"] == "imb"
     assert any("version not printed" in n or "no IMB banner" in n for n in bare["notes"])
+    # A banner broken over two lines ("..., MPI-IO" / "part") is read as the parser reads it.
+    split = found["imb2021.8-io-ompi506-siwriteindv-excerpt.txt"][0]
+    assert split["params"]["imb_version"] == "2021.8"
 
 
 def test_processes_waiting_in_mpi_barrier_count_as_the_jobs_ranks(tmp_path: Path):
@@ -172,6 +175,13 @@ def test_osu_outputs(tmp_path):
         assert rec["benchmark"] == "osu" and rec["params"]["output"] == name
         if rec["parsed"]:  # the test's name as the title prints it, also the rows' benchmark
             assert rec["params"]["osu_test"] == rec["parsed"][0]["benchmark"]
+        # Refused outputs too name their test when they print a title (one-sided ones included).
+        titled = re.search(r"# OSU MPI", (OSU_EXTERNAL / name).read_text(errors="replace"))
+        assert (rec["params"]["osu_test"] is not None) == bool(titled), name
+    hang = found["osu5.6.2-get_acc_latency-tag-output-hang.txt"][0]
+    assert hang["status"] == "parse-error"
+    assert hang["params"]["osu_test"] == "MPI_Get_accumulate latency"
+    assert hang["params"]["osu_version"] == "5.6.2"
 
 
 def test_cartex_outputs_keep_their_stderr(tmp_path):

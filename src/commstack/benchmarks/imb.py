@@ -168,6 +168,15 @@ def _find_banner(lines: List[_Line], notes: List[str]) -> Optional[Tuple[int, in
     return None
 
 
+def banner(text: str) -> Optional[Tuple[Optional[str], str]]:
+    """(version or None, suite) of the IMB banner in ``text`` (one broken over two lines too),
+    or None: what an output says it is, also where its tables cannot be read (a crashed run)."""
+    lines = [_Line(number, strip_launcher_prefix(raw).rstrip())
+             for number, raw in enumerate(text.splitlines(), start=1)]
+    found = _find_banner(lines, [])
+    return (found[2], found[3]) if found else None
+
+
 def _no_banner_error(lines: List[_Line]) -> ParseError:
     """The error for output with neither a banner nor a table."""
     said = [line.text for line in lines if _ERROR_LINE.match(line.text)]

@@ -134,6 +134,13 @@ def _title(line: str) -> Optional[Tuple[str, str, Optional[str]]]:
     return name, title["version"] or "", (title["accel"] or "").lstrip("-") or None
 
 
+def title(text: str) -> Optional[Tuple[str, Optional[str]]]:
+    """(test name, OMB version or None) of the first OMB title in ``text`` (one-sided titles
+    too), or None: what an output says it is, also where its table cannot be read."""
+    found = next((t for t in (_title(line) for _, line in _lines(text)) if t), None)
+    return (found[0], found[1] or None) if found else None
+
+
 def _columns(header: str, number: int, notes: List[str]) -> List[str]:
     labels = [label.strip() for label in re.split(r"\s{2,}", header.lstrip("#").strip())]
     return column_keys(labels, _COLUMNS, number, notes)

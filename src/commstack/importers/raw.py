@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 import commstack
-from commstack.benchmarks import registry
+from commstack.benchmarks import imb, osu, registry
 from commstack.benchmarks.base import Output, ParseError
 from commstack.benchmarks.imb import OPTIONS as IMB_OPTIONS
 from commstack.benchmarks.text import strip_launcher_prefix
@@ -198,8 +198,6 @@ def _own_point(reading: Reading, why: str) -> None:
 
 # IMB ------------------------------------------------------------------------------------------
 
-_IMB_BANNER = re.compile(r"^#\s+(?:Intel\s?\(R\)|PALLAS) MPI Benchmarks?(?: Suite)? "
-                         r"V?(?P<version>.+?), (?P<suite>\S+) part")
 _IMB_PROCESSES = re.compile(r"^# #processes = (?P<np>\d+)")
 _IMB_WAITING = re.compile(r"^# \( (?P<n>\d+) additional process(?:es)? waiting in MPI_Barrier\)")
 _IMB_SUITES = {"MPI-1": "imb-mpi1", "MPI-RMA": "imb-rma", "MPI-NBC": "imb-nbc",
@@ -209,7 +207,7 @@ _IMB_FLAGS = {o.flag: name for name, o in IMB_OPTIONS.items() if o.kind == "valu
 
 def _describe_imb(reading: Reading, text: str, output: Optional[Output]) -> None:
     lines = _lines(text)
-    banner = next((m for m in map(_IMB_BANNER.match, lines) if m), None)
+    printed = imb.banner(text)  # (version, suite)
     calling = _after(lines, "# Calling sequence was:")
     listed = _listed_benchmarks(lines)
     # What every IMB output can print is always a parameter: None where this one did not
@@ -226,8 +224,10 @@ def _describe_imb(reading: Reading, text: str, output: Optional[Output]) -> None
         names = list(dict.fromkeys(r["benchmark"] for r in output.rows if r.get("benchmark")))
         if names:
             params["benchmarks"] = " ".join(names)
-    if banner:
-        params["imb_version"] = banner["version"].strip()
+    if printed and printed[0]:
+        params["imb_version"] = printed[0]
+    elif printed:
+        reading.notes.append("IMB banner without a version (imb_version null)")
     elif not any(n.startswith("no IMB banner") for n in reading.notes):
         reading.notes.append("no IMB banner: IMB version not printed (imb_version null)")
     ranks = _imb_job_size(lines)
@@ -238,12 +238,12 @@ def _describe_imb(reading: Reading, text: str, output: Optional[Output]) -> None
     driver = Path(params["executable"] or "").name
     if re.fullmatch(r"IMB-\w+", driver):
         reading.benchmark = driver.lower()
-    elif banner and banner["suite"] in _IMB_SUITES:
-        reading.benchmark = _IMB_SUITES[banner["suite"]]
+    elif printed and printed[1] in _IMB_SUITES:
+        reading.benchmark = _IMB_SUITES[printed[1]]
     else:
         reading.benchmark = "imb"
         reading.notes.append("IMB driver not printed (no calling sequence, suite "
-                             f"{banner['suite'] if banner else 'not printed'}): benchmark 'imb'")
+                             f"{printed[1] if printed else 'not printed'}): benchmark 'imb'")
     if not calling:
         _own_point(reading, "no calling sequence printed: its options are not known")
 
@@ -318,7 +318,6 @@ def _imb_job_size(lines: List[str]) -> Optional[int]:
 
 # OSU, cartex, GASNet-EX ------------------------------------------------------------------------
 
-_OSU_TITLE = re.compile(r"# OSU MPI(?:-\S+)? (?P<name>.+?)(?: Test)?(?: v(?P<version>\S+))?$")
 _CARTEX_RANKS = re.compile(r"^running on (?P<ranks>\d+) ranks?$")
 _GASNET_BANNER = re.compile(r"^=====> (?P<program>\S+) nprocs=(?P<nprocs>\d+) "
                             r"config=\S*?CONDUIT=(?P<conduit>[A-Z0-9]+)?")
@@ -329,8 +328,7 @@ def _describe_osu(reading: Reading, text: str, output: Optional[Output]) -> None
     if output is not None:
         name, version = output.meta.get("benchmark"), output.meta.get("version")
     else:
-        title = next((m for m in map(_OSU_TITLE.search, _lines(text)) if m), None)
-        name, version = (title["name"], title["version"]) if title else (None, None)
+        name, version = osu.title(text) or (None, None)
     reading.params.update(osu_test=name or None, osu_version=version or None)
     _own_point(reading, "OMB prints neither its process count nor its options")
 
