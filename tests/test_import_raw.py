@@ -278,3 +278,13 @@ def test_outputs_printing_the_same_parameters_are_repeats_of_one_point(tmp_path)
     found = records(root)
     assert len({r["point_id"] for r in found}) == 1
     assert sorted(r["repeat"] for r in found) == [1, 2]
+
+
+def test_status_of_an_imported_campaign_counts_what_it_holds(imb_import):
+    root, _ = imb_import
+    recs = records(root)
+    ok = sum(r["status"] == "ok" for r in recs)
+    done = commstack("status", str(root))
+    assert done.returncode == (3 if ok < len(recs) else 0), done.stderr
+    assert f"{ok} done, {len(recs) - ok} failed (of {len(recs)} runs recorded; no matrix" \
+        in done.stdout

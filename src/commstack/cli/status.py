@@ -37,6 +37,8 @@ def register(p: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     campaign = Campaign(existing_campaign(args.campaign))
+    if args.matrix is None and not _matrices(campaign):
+        return _recorded_only(campaign, args.verbose)
     matrix_path = args.matrix or _last_matrix(campaign)
     matrix = load_matrix(matrix_path)
     points = expand(matrix)
@@ -150,10 +152,34 @@ def _print_jobs(campaign: Campaign) -> None:
               f"{state}")
 
 
+def _matrices(campaign: Campaign) -> List[Path]:
+    return sorted((campaign.root / "sessions").glob("*/matrix.yaml"))
+
+
 def _last_matrix(campaign: Campaign) -> Path:
-    sessions = sorted((campaign.root / "sessions").glob("*/matrix.yaml"))
+    sessions = _matrices(campaign)
     if not sessions:
         from commstack.errors import CampaignError
 
         raise CampaignError(f"{campaign.root}: no run recorded yet; pass --matrix")
     return sessions[-1]
+
+
+def _recorded_only(campaign: Campaign, verbose: bool) -> int:
+    """A campaign no matrix made (``commstack import``): the states of the runs it holds; what
+    is pending cannot be known without a matrix."""
+    scan = scan_campaign(campaign)
+    if not scan.attempts:
+        from commstack.errors import CampaignError
+
+        raise CampaignError(f"{campaign.root}: no run recorded yet; pass --matrix")
+    totals: Counter = Counter()
+    for point, repeat in sorted(scan.attempts):
+        state = scan.state(point, repeat)
+        totals[state] += 1
+        if verbose:
+            print(f"{point}  repeat {repeat}: {state}")
+    summary = ", ".join(f"{totals[s]} {s}" for s in STATES if totals[s])
+    print(f"{campaign.root}: {summary} (of {sum(totals.values())} runs recorded; no matrix "
+          "recorded, as for an imported campaign: pass --matrix to see what is pending)")
+    return 0 if totals["failed"] == 0 else 3
