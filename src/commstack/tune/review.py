@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterator, List
 from commstack.matrix.load import matrix_from_text
 from commstack.matrix.model import Matrix, MatrixError
 from commstack.tune.plan import TunePlan
-from commstack.tune.staged import _matrix_text, case_slug, tuned_parameters
+from commstack.tune.staged import case_slug, step_matrix_text, tuned_parameters
 
 
 @dataclass
@@ -41,6 +41,6 @@ def step_sweeps(plan: TunePlan) -> Iterator[StepSweep]:
                            if any(str(r.get(axis)) == name for r in rows)}
                     for axis, named in plan.settings.items()}
             used = {axis: named for axis, named in used.items() if named}
-            text = _matrix_text(plan, case, dict(defaults), step.axes, candidates, used)
+            text = step_matrix_text(plan, case, dict(defaults), step.axes, candidates, used)
             where = plan.path.parent / case_slug(case) / step.name / "matrix.yaml"
             yield StepSweep(case, step.name, list(step.axes), matrix_from_text(where, text))

@@ -210,7 +210,7 @@ def runnable_settings(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, 
         return Runnable(candidates, {})
     full = {axis: {n: plan.settings[axis][n] for n in names} for axis, names in used.items()}
     probe = matrix_from_text(step_dir / "matrix.yaml",
-                             _matrix_text(plan, case, settings, axes, candidates, full))
+                             step_matrix_text(plan, case, settings, axes, candidates, full))
     base_stack = {**(plan.base.get("parameters") or {}), **case}.get("stack")
     comps: Dict[str, Optional[Components]] = {}
     checks: Dict[Tuple[str, str, str], capable.SettingCheck] = {}
@@ -254,9 +254,11 @@ def runnable_settings(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, 
     return out
 
 
-def _matrix_text(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any],
-                 axes: List[str], candidates: List[Dict[str, Any]],
-                 block: Optional[S.Settings] = None) -> str:
+def step_matrix_text(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any],
+                     axes: List[str], candidates: List[Dict[str, Any]],
+                     block: Optional[S.Settings] = None) -> str:
+    """The matrix of one step of one case: the plan's base and the case, the settings held so
+    far, and the step's ``candidates`` over ``axes`` (the review of a plan prints the same)."""
     base = {k: v for k, v in plan.base.items() if k != "parameters"}
     parameters = {k: plan.fill(v, case) for k, v in (plan.base.get("parameters") or {}).items()}
     parameters.update(case)
@@ -287,7 +289,7 @@ def _sweep(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axes:
            study: Dict[str, Any], block: Optional[S.Settings] = None,
            retry_failed: bool = False) -> int:
     step_dir.mkdir(parents=True, exist_ok=True)
-    text = _matrix_text(plan, case, settings, axes, candidates, block)
+    text = step_matrix_text(plan, case, settings, axes, candidates, block)
     matrix_path = step_dir / "matrix.yaml"
     if matrix_path.exists():
         if matrix_path.read_text() != text:
