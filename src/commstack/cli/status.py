@@ -73,8 +73,6 @@ def execute(args: argparse.Namespace) -> int:
     return 0 if totals["failed"] == 0 else 3
 
 
-
-
 @dataclass
 class Scan:
     """Every attempt's run status (None: no record yet), read once; the state of a (point,

@@ -11,14 +11,13 @@ are read from the table's columns without making the rows.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from commstack.benchmarks import registry
-from commstack.store.record import Record, RecordError, table_rows
+from commstack.store.record import Record, RecordError, read_json, table_rows
 
 
 @dataclass
@@ -63,13 +62,10 @@ def _load(paths: List[str], keep_rows: Callable[[Record], bool]) -> Loaded:
     for path in paths:
         try:
             newest = max(newest, os.stat(path).st_mtime)
-            with open(path, "rb") as handle:
-                data = json.loads(handle.read())
+            data = read_json(path)
         except FileNotFoundError:
             records.append(None)  # an attempt still running: no record yet
             continue
-        except ValueError as exc:
-            raise RecordError(f"{path}: not valid JSON ({exc})") from None
         table = data.get("parsed") if isinstance(data, dict) else None
         if isinstance(table, dict) and "blocks" in table:
             # Schema 3's table of rows: samples straight from its columns; the rows are made

@@ -214,11 +214,17 @@ class Record:
 
     @classmethod
     def load(cls, path: Path) -> "Record":
-        try:
-            data = json.loads(Path(path).read_text())
-        except ValueError as exc:
-            raise RecordError(f"{path}: not valid JSON ({exc})") from None
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_json(path), str(path))
+
+
+def read_json(path: Path) -> Any:
+    """A record.json's JSON, undecoded into a Record (RecordError names a file that is not JSON)."""
+    with open(path, "rb") as handle:
+        text = handle.read()
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise RecordError(f"{path}: not valid JSON ({exc})") from None
 
 
 # How the store writes record.json: a top-level key starts a line, indented by one space (schema
