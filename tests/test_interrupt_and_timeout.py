@@ -160,3 +160,25 @@ def test_a_launcher_starts_with_no_signal_held(tmp_path):
     blocked = int(out.read_text().split()[1], 16)
     for sig in (signal.SIGINT, signal.SIGTERM):
         assert not blocked & (1 << (sig - 1)), f"{sig.name} held in the launcher"
+
+
+def test_a_failed_run_is_logged_with_the_last_line_of_its_stderr(impi_root, tmp_path):
+    fails = tmp_path / "fails"
+    fails.write_text('#!/bin/sh\necho "rank $PMI_RANK: cannot open device mlx5_0" >&2\nexit 9\n')
+    fails.chmod(0o755)
+    matrix = _matrix(tmp_path, dedent(f"""
+        benchmark: imb-mpi1
+        repeats: 1
+        timeout: 60
+        stacks:
+          impi: {{flavour: intelmpi, prefix: "${{I_MPI_ROOT}}"}}
+        parameters: {{ranks_per_node: 2, executable: {fails}}}
+        """), "fails")
+    run = commstack("run", str(matrix), "--out", str(tmp_path / "results"))
+    assert run.returncode == 3, run.stderr
+    (failed,) = records(tmp_path / "results" / "local" / "fails")
+    assert failed["status"] == "crash"
+    stderr = Path("fails", "points", failed["point_id"], "rep1.try1", "stderr.txt")
+    last = (tmp_path / "results" / "local" / stderr).read_text().strip().splitlines()[-1]
+    # Whatever the launcher adds after the rank's line, the log quotes the file's last line.
+    assert f"exit {failed['exit_code']}; {stderr} ends: {last.strip()}" in run.stdout, run.stdout

@@ -106,16 +106,9 @@ def test_submit_sweep_over_one_two_three_nodes(stacks, tmp_path):
 
 def test_run_matrix_inside_salloc(stacks, tmp_path):
     matrix = _matrix(tmp_path, stacks, "salloc", SWEEP.replace("STACKS", ", ".join(stacks)))
-    out = subprocess.run(["salloc", "-N3", "--exclusive", "-t", "10",
-                          str(REPO / "scripts" / "run_matrix.sh"), str(matrix), "--retry-failed"],
-                         capture_output=True, text=True, timeout=900, cwd=tmp_path)
     root = tmp_path / "results" / "slurm-ci" / "salloc"
-    if any(r["status"] != "ok" for r in records(root)):  # see _complete
-        out = subprocess.run(["salloc", "-N3", "--exclusive", "-t", "10",
-                              str(REPO / "scripts" / "run_matrix.sh"), str(matrix),
-                              "--retry-failed"], capture_output=True, text=True, timeout=900,
-                             cwd=tmp_path)
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = slurm_cluster.run_matrix_in_allocation(matrix, root, tmp_path)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     counts = ok_counts(root)
     assert len(counts) == 3 * len(stacks) and set(counts.values()) == {1}
     job_ids = {r["slurm"]["job_id"] for r in records(root)}

@@ -6,14 +6,12 @@ Slurm provenance and parsed rows."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from textwrap import dedent
 
 import pytest
 
 from tests import slurm_cluster, spack_support
-from tests.conftest import REPO
 from tests.sweeps import ok_counts, records
 
 pytestmark = [pytest.mark.slurm, pytest.mark.spack, pytest.mark.mpi]
@@ -75,16 +73,9 @@ def _run_in_allocation(osu_builds, tmp_path: Path, name: str, folder: str, body:
     matrix = tmp_path / "matrices" / "slurm-ci" / f"{name}.yaml"
     matrix.parent.mkdir(parents=True, exist_ok=True)
     matrix.write_text(STACKS.replace("FOLDER", folder) + dedent(body))
-    cmd = ["salloc", "-N3", "--exclusive", "-t", "10", str(REPO / "scripts" / "run_matrix.sh"),
-           str(matrix), "--retry-failed"]
-    env = {**os.environ, **osu_builds}
     root = tmp_path / "results" / "slurm-ci" / name
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
-    # Debian Open MPI 4.1.4 occasionally segfaults in MPI_Init on this loaded box (README: Known
-    # limits): one more pass retries a failed run as a new attempt, the crashed one kept.
-    if any(r["status"] != "ok" for r in records(root)):
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path,
-                             env=env)
+    out = slurm_cluster.run_matrix_in_allocation(matrix, root, tmp_path,
+                                                 env={**os.environ, **osu_builds})
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     return root
 

@@ -5,7 +5,6 @@ the run reported about its binding, or say why there is nothing to parse."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from textwrap import dedent
 
@@ -28,7 +27,7 @@ def _site(tmp_path: Path, monkeypatch, old: str, new: str) -> None:
     monkeypatch.setenv("COMMSTACK_SITE_CONFIGS", str(site.parent))
 
 
-def _sweep(tmp_path: Path, name: str, stacks: dict, retries: int = 1) -> list:
+def _sweep(tmp_path: Path, name: str, stacks: dict, retry: bool = True) -> list:
     path = tmp_path / "matrices" / "slurm-ci" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("stacks:\n" + "".join(f"  {s}\n" for s in stacks.values()) + dedent(f"""
@@ -42,14 +41,8 @@ def _sweep(tmp_path: Path, name: str, stacks: dict, retries: int = 1) -> list:
           mapping: [block, cyclic]
         """))
     root = tmp_path / "results" / "slurm-ci" / name
-    for _ in range(1 + retries):  # Debian Open MPI 4.1.4 sometimes segfaults in MPI_Init here
-        out = subprocess.run(["salloc", "-N3", "--exclusive", "-t", "10",
-                              str(REPO / "scripts" / "run_matrix.sh"), str(path),
-                              "--retry-failed"], capture_output=True, text=True, timeout=900,
-                             cwd=tmp_path)
-        if all(r["status"] == "ok" for r in records(root)):
-            break
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = slurm_cluster.run_matrix_in_allocation(path, root, tmp_path, retry=retry)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     ok = [r for r in records(root) if r["status"] == "ok"]
     assert len(ok) == 2 * len(stacks)
     return ok
@@ -73,7 +66,7 @@ def test_intel_mpi_by_mpirun_in_the_allocation_gets_the_pinning(cluster, impi_ro
         "    env: {I_MPI_PMI_LIBRARY: /usr/lib/x86_64-linux-gnu/libpmi2.so.0}   # Debian libpmi2-0\n"),
         new='  intelmpi: {command: mpirun, env: {I_MPI_PIN: "1"}}\n')
     recs = _sweep(tmp_path, "impi-mpirun",
-                  {"impi": 'impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}'}, retries=0)
+                  {"impi": 'impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}'}, retry=False)
     order = {"block": "compact", "cyclic": "scatter"}
     for rec in recs:
         assert rec["argv"][:5] == ["mpirun", "-n", "4", "-ppn", "2"]

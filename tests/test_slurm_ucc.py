@@ -8,7 +8,6 @@ ranks on the allocation's other nodes (plm rsh only). The test then skips, namin
 
 from __future__ import annotations
 
-import os
 import subprocess
 from textwrap import dedent
 
@@ -16,7 +15,6 @@ import pytest
 
 from commstack.flavours import ompi_coll_evidence as evidence
 from tests import slurm_cluster
-from tests.conftest import REPO
 from tests.sweeps import records
 
 pytestmark = [pytest.mark.slurm, pytest.mark.spack, pytest.mark.mpi]
@@ -73,12 +71,10 @@ def test_ucc_on_and_off_as_srun_steps_name_the_component(ucc_bin, tmp_path):
     matrix = tmp_path / "matrices" / "slurm-ci" / "ucc-imb.yaml"
     matrix.parent.mkdir(parents=True)
     matrix.write_text(dedent(MATRIX).replace("BIN", str(ucc_bin)))
-    cmd = ["salloc", "-N3", "--exclusive", "-t", "10", str(REPO / "scripts" / "run_matrix.sh"),
-           str(matrix)]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path,
-                         env=dict(os.environ))
+    root = tmp_path / "results" / "slurm-ci" / "ucc-imb"
+    out = slurm_cluster.run_matrix_in_allocation(matrix, root, tmp_path)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
-    recs = records(tmp_path / "results" / "slurm-ci" / "ucc-imb")
+    recs = [r for r in records(root) if r["status"] == "ok"]
     assert sorted(r["params"]["mca.coll_ucc_enable"] for r in recs) == [0, 1]
     for rec in recs:
         assert rec["status"] == "ok" and rec["argv"][0].endswith("srun"), rec["argv"]

@@ -254,6 +254,8 @@ def run_sweep(
         done = progress.ran(status == "ok", record.duration_s or 0.0)
         log(f"[{done}] rep {repeat} {pid} {_label(prepared.point)}: {status}"
             f" ({record.duration_s or 0:.1f}s)")
+        if status not in ("ok", "interrupted"):
+            log(f"    {_failure_hint(record, attempt.path, campaign.root)}")
         if status == "interrupted":
             result.interrupted = True
         elif status == "ok":
@@ -343,6 +345,23 @@ def _slurm_provenance(allocation: Allocation, command: LaunchCommand, stderr: st
 
 def _arg(argv: List[str], flag: str) -> Optional[str]:
     return argv[argv.index(flag) + 1] if flag in argv else None
+
+
+def _failure_hint(record: Record, attempt_path: Path, root: Path) -> str:
+    """One line saying why a run failed: its error, else the last line it wrote to stderr."""
+    where = f"{root.name}/{(attempt_path / 'stderr.txt').relative_to(root)}"
+    if record.parse_error:
+        return f"{record.parse_error} (exit {record.exit_code}; {where})"
+    try:
+        with open(attempt_path / "stderr.txt", "rb") as err:
+            err.seek(0, 2)
+            err.seek(max(0, err.tell() - 4096))
+            tail = err.read().decode(errors="replace")
+    except OSError:
+        tail = ""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    last = lines[-1][:200] if lines else "nothing on stderr"
+    return f"exit {record.exit_code}; {where} ends: {last}"
 
 
 def _label(point: Point) -> str:
@@ -502,7 +521,7 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
                 stdout="stdout.txt",
                 stderr="stderr.txt",
             )
-            write_new(attempt.record_path, record.dumps())
+            write_new(attempt.record_path, record.dumps(attempt.path))
             tidy_index.append(campaign.root, record)  # before the attempt is released
             return record
     finally:
