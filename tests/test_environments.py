@@ -326,3 +326,18 @@ def test_local_environment_installs(spack_present: None, record_property) -> Non
     ldd = subprocess.run(["ldd", str(envdir / "views" / "mpich" / "bin" / "IMB-MPI1")],
                          capture_output=True, text=True).stdout
     assert "libmpich" in ldd and "libmpi.so.40" not in ldd, ldd
+
+
+def test_a_solve_is_reused_only_while_the_site_config_it_includes_is_unchanged(tmp_path: Path):
+    """The lockfile cache key (commstack.spack._lock_key) and the work copy's pristine marker
+    both take spack.yaml and the files it includes: two clones share a solve; an edited
+    site-config file does not reuse it."""
+    from commstack.spack import included_files, source_digest
+
+    one, two = copy_tree("local", tmp_path / "one"), copy_tree("local", tmp_path / "two")
+    names = [name for name, _ in included_files(one)]
+    assert "0/packages.yaml" in names and names == [name for name, _ in included_files(two)]
+    assert source_digest(one) == source_digest(two)
+    packages = tmp_path / "two" / "site-configs" / "local" / "packages.yaml"
+    packages.write_text(packages.read_text() + "\n  # edited\n")
+    assert source_digest(one) != source_digest(two)

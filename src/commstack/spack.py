@@ -14,7 +14,8 @@ Conventions (all outside the repository):
   repository must therefore be registered in Spack's *site* scope
   (``spack repo set --scope site --destination <spack-packages clone> builtin``).
 * Concretized lockfiles are cached in ``~/.cache/commstack/spack-locks`` keyed by the
-  environment file, the Spack version and the package repositories' git commits, so a new
+  environment file and the configuration files it includes, this checkout's recipes, the Spack
+  version and the package repositories' git commits, so a new
   pytest session does not pay for a fresh solve. Delete that directory to force one.
 
 An environment (a directory with ``spack.yaml``) is always copied to a work directory before
@@ -31,7 +32,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 #: Timeout for one Spack command (concretize or install).
 SPACK_TIMEOUT = 1200
@@ -149,11 +150,41 @@ def _git_head(path: Path) -> str:
         return ""
 
 
+def included_files(env_src: Path) -> List[Tuple[str, Path]]:
+    """The configuration files ``env_src/spack.yaml`` includes (``include:``; a folder: every
+    YAML file under it), with $COMMSTACK_* expanded and relative paths from ``env_src``; each
+    named by its include entry's position and its path inside that entry (not where the
+    checkout is, so that clones elsewhere share a cached solve)."""
+    import yaml
+
+    data = yaml.safe_load(expand_commstack_vars((env_src / "spack.yaml").read_text())) or {}
+    files: List[Tuple[str, Path]] = []
+    for n, entry in enumerate((data.get("spack") or {}).get("include") or []):
+        name = entry.get("path") if isinstance(entry, dict) else entry  # {path:, when:} or a path
+        path = Path(os.path.expandvars(str(name))).expanduser()
+        path = path if path.is_absolute() else env_src / path
+        if path.is_dir():
+            files.extend((f"{n}/{p.relative_to(path)}", p) for p in sorted(path.rglob("*.yaml")))
+        elif path.is_file():
+            files.append((f"{n}/{path.name}", path))
+    return files
+
+
+def source_digest(env_src: Path) -> bytes:
+    """What a solve of ``env_src`` reads from files: its spack.yaml and the files it includes
+    (an edited site config must not reuse an old solve)."""
+    h = hashlib.sha256((env_src / "spack.yaml").read_bytes())
+    for name, path in included_files(env_src):
+        h.update(b"\0" + name.encode() + b"\0" + path.read_bytes())
+    return h.digest()
+
+
 def _lock_key(env_src: Path) -> str:
-    """Key for the lockfile cache: environment file, Spack version, package repo commits, and
-    the content of this checkout's recipes (edited recipes must not reuse an old solve)."""
+    """Key for the lockfile cache: environment file and the files it includes, Spack version,
+    package repo commits, and the content of this checkout's recipes (edited recipes must not
+    reuse an old solve)."""
     h = hashlib.sha256()
-    h.update((env_src / "spack.yaml").read_bytes())
+    h.update(source_digest(env_src))
     for recipe in sorted((Path(__file__).resolve().parents[2] / "packages").glob("*/*.py")):
         h.update(recipe.read_bytes())
     h.update(run_spack(["--version"], timeout=120).encode())
@@ -180,13 +211,15 @@ def install_env(env_src: Path, workdir: Path) -> Path:
     """
     src = env_src / "spack.yaml"
     envdir = Path(workdir) / env_src.name
-    marker = envdir / "spack.yaml.orig"  # pristine copy, to detect edits to the source
-    if not (marker.is_file() and marker.read_bytes() == src.read_bytes()):
+    # The pristine spack.yaml and the digest of what it includes, to detect edits to either.
+    marker = envdir / "spack.yaml.orig"
+    pristine = src.read_bytes() + b"\n# included: " + source_digest(env_src).hex().encode() + b"\n"
+    if not (marker.is_file() and marker.read_bytes() == pristine):
         if envdir.exists():
             shutil.rmtree(envdir)
         envdir.mkdir(parents=True)
         (envdir / "spack.yaml").write_text(expand_commstack_vars(src.read_text()))
-        shutil.copyfile(src, marker)
+        marker.write_bytes(pristine)
 
     lock = envdir / "spack.lock"
     cached: Optional[Path] = None  # only looked up when this work copy has no lockfile yet
