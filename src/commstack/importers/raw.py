@@ -473,7 +473,7 @@ def _write(campaign: Campaign, reading: Reading) -> Tuple[str, int]:
             notes=reading.notes, build_config=reading.build_config,
             stdout="stdout.txt", stderr="stderr.txt" if reading.stderr_data is not None else None,
             imported=True, source=source)
-        write_new(attempt.record_path, record.dumps())  # as a sweep writes it
+        write_new(attempt.record_path, record.dumps(attempt.path))  # as a sweep writes it
     finally:
         attempt.release()
     return point.id, repeat

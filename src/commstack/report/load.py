@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from commstack.benchmarks import registry
-from commstack.store.record import Record, RecordError, read_json, table_rows
+from commstack.store.record import Record, RecordError, read_json, resolved_table, table_rows
 
 
 @dataclass
@@ -71,6 +71,7 @@ def _load(paths: List[str], keep_rows: Callable[[Record], bool]) -> Loaded:
             # Schema 3's table of rows: samples straight from its columns; the rows are made
             # only for a record a study section reads.
             record = Record.from_dict(dict(data, parsed=None), path)
+            table = resolved_table(table, Path(path).parent, f"{path}: parsed")
             add_table_samples(samples, record, table, f"{path}: parsed")
             if keep_rows(record):
                 record.parsed = table_rows(table, f"{path}: parsed")

@@ -15,6 +15,9 @@ Versions:
      tables (``{"blocks": [{"columns", "same", "rows"}]}``, see ``rows_table``); ``command``
      left out when it is the line ``argv``, ``env`` and ``env_prepends`` give (rebuilt on
      reading). The lists of rows that earlier versions wrote are still read, in any version.
+     A table of more than ``POINT_ABOVE`` bytes stores the blocks whose rows read back exactly
+     from the run's ``stdout.txt`` as pointers into it (line, field, type; the file's sha256
+     checked on reading; see ``output_table``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from commstack.store import output_table
+
 SCHEMA_VERSION = 3
+# A stored table of more bytes than this points into the output where it can (output_table).
+POINT_ABOVE = 3072
 SCHEMA_FILE = Path(__file__).with_name("record.schema.json")
 
 # Statuses a record can have; FAILURES count as a failed attempt, `interrupted` as not run.
@@ -159,30 +166,38 @@ class Record:
         """Every field, rows as lists of objects (what readers and the JSON Schema see)."""
         return dataclasses.asdict(self)
 
-    def stored(self) -> Dict[str, Any]:
-        """The form ``record.json`` holds: defaults left out, row lists as tables."""
+    def stored(self, folder: Optional[Path] = None) -> Dict[str, Any]:
+        """The form ``record.json`` holds: defaults left out, row lists as tables; with the
+        record's ``folder``, a table of more than ``POINT_ABOVE`` bytes points into the output
+        beside it where its rows read back exactly from there (``output_table``)."""
         data = _without_defaults(self)
         if self.argv and self.command == _shell_line(self.argv, self.env, self.env_prepends):
             del data["command"]  # the launch line, rebuilt on reading from argv and env
         elif self.argv:
             data["command"] = self.command  # also when null: not to be rebuilt
         if "parsed" in data:
-            data["parsed"] = rows_table(data["parsed"])
+            table = data["parsed"] = rows_table(data["parsed"])
+            output = folder / self.stdout if folder is not None and self.stdout else None
+            if output and output.is_file() and len(json.dumps(table, separators=(",", ":"))) > POINT_ABOVE:
+                data["parsed"] = output_table.point_into(table, output.read_bytes(), self.stdout)
         placement = data.get("placement")
         if placement and placement.get("ranks"):
             placement["ranks"] = rows_table(placement["ranks"])
         return data
 
-    def dumps(self) -> bytes:
-        """``record.json``'s bytes: one field per line, no indentation, keys sorted."""
-        data = self.stored()
+    def dumps(self, folder: Optional[Path] = None) -> bytes:
+        """``record.json``'s bytes: one field per line, no indentation, keys sorted; ``folder``
+        is the attempt folder it is written to, holding the run's output (see ``stored``)."""
+        data = self.stored(folder)
         lines = [f"{json.dumps(k)}:{json.dumps(data[k], sort_keys=True, separators=(',', ':'), default=str)}"
                  for k in sorted(data)]
         return ("{\n" + ",\n".join(lines) + "\n}\n").encode()
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any], where: str = "record") -> "Record":
-        """A record from its JSON form, any version this code knows; RecordError names ``where``."""
+    def from_dict(cls, data: Dict[str, Any], where: str = "record",
+                  folder: Optional[Path] = None) -> "Record":
+        """A record from its JSON form, any version this code knows; RecordError names ``where``.
+        ``folder`` holds the output a large table points into (``Record.load`` gives it)."""
         if not isinstance(data, dict):
             raise RecordError(f"{where}: not a JSON object")
         version = data.get("schema", 1)
@@ -194,7 +209,8 @@ class Record:
             data["command"] = _shell_line(data["argv"], data.get("env") or {},
                                           data.get("env_prepends") or {})
         data["schema"] = SCHEMA_VERSION
-        data["parsed"] = table_rows(data.get("parsed"), f"{where}: parsed")
+        data["parsed"] = table_rows(resolved_table(data.get("parsed"), folder, f"{where}: parsed"),
+                                    f"{where}: parsed")
         placement = data.get("placement")
         if isinstance(placement, dict) and "ranks" in placement:
             data["placement"] = dict(placement, ranks=table_rows(placement["ranks"],
@@ -214,7 +230,7 @@ class Record:
 
     @classmethod
     def load(cls, path: Path) -> "Record":
-        return cls.from_dict(read_json(path), str(path))
+        return cls.from_dict(read_json(path), str(path), Path(path).parent)
 
 
 def read_json(path: Path) -> Any:
@@ -307,13 +323,31 @@ def rows_table(rows: List[Row]) -> Dict[str, Any]:
             if len(block) > 1 else {}
         columns = sorted(k for k in first if k not in same)
         out.append({"columns": columns, "same": same, "rows": [[r[k] for k in columns] for r in block]})
-    # Values every block shares are written once.
-    shared = {k: v for k, v in out[0]["same"].items()
-              if all(k in b["same"] and _equal(b["same"][k], v) for b in out[1:])} \
-        if len(out) > 1 else {}
+    shared = _shared(out) if len(out) > 1 else {}
     for b in out:
-        b["same"] = {k: v for k, v in b["same"].items() if k not in shared}
+        b["same"] = {k: v for k, v in b["same"].items()
+                     if k not in shared or not _equal(v, shared[k])}
     return {"same": shared, "blocks": out} if shared else {"blocks": out}
+
+
+def _shared(blocks: List[Dict[str, Any]]) -> Row:
+    """The values written once for all blocks: of each key every block's rows have, the value
+    most blocks share (a block's own ``same`` or ``columns`` override it), when two or more do."""
+    everywhere = set(blocks[0]["same"]) | set(blocks[0]["columns"])
+    for b in blocks[1:]:
+        everywhere &= set(b["same"]) | set(b["columns"])
+    shared = {}
+    for key in sorted(everywhere):
+        counts: Dict[str, int] = {}
+        for b in blocks:
+            if key in b["same"]:
+                written = _json(b["same"][key])
+                counts[written] = counts.get(written, 0) + 1
+        if counts:
+            written, count = max(counts.items(), key=lambda item: (item[1], item[0]))
+            if count >= 2:
+                shared[key] = json.loads(written)
+    return shared
 
 
 def _label(row: Row) -> tuple:
@@ -329,6 +363,17 @@ def _json(value: Any) -> str:
 def _equal(a: Any, b: Any) -> bool:
     """Equal as written: 1, 1.0 and true are three values."""
     return _json(a) == _json(b)
+
+
+def resolved_table(value: Any, folder: Optional[Path], where: str) -> Any:
+    """A stored table with the blocks that point into the run's output read back (any other
+    value as it is); RecordError, naming ``where``, when they cannot be."""
+    if not output_table.points_into(value):
+        return value
+    try:
+        return output_table.resolve(value, folder)
+    except output_table.OutputTableError as exc:
+        raise RecordError(f"{where}: {exc}") from None
 
 
 def table_rows(value: Any, where: str) -> List[Row]:
