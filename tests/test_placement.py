@@ -341,6 +341,9 @@ def test_a_run_placed_against_its_mapping_is_flagged_never_ok(local_imb_bins, tm
     assert run.returncode == 3, run.stderr[-3000:]
     recs = records(root)
     assert len(recs) == 2 * len(local_imb_bins)
+    for rec in recs:  # the sweep's log says why each failed run failed
+        if rec["status"] != "ok":
+            assert f"    placement {rec['placement']['summary']} (misplaced/points/" in run.stdout
     for rec in recs:
         placement = rec["placement"]
         if rec["params"]["mapping"] == "block":

@@ -348,10 +348,13 @@ def _arg(argv: List[str], flag: str) -> Optional[str]:
 
 
 def _failure_hint(record: Record, attempt_path: Path, root: Path) -> str:
-    """One line saying why a run failed: its error, else the last line it wrote to stderr."""
+    """One line saying why a run failed: its error or its placement's verdict, else the last
+    line it wrote to stderr."""
     where = f"{root.name}/{(attempt_path / 'stderr.txt').relative_to(root)}"
     if record.parse_error:
         return f"{record.parse_error} (exit {record.exit_code}; {where})"
+    if record.status == MISMATCH_STATUS and record.placement is not None:
+        return f"placement {record.placement.summary} ({root.name}/{attempt_path.relative_to(root)})"
     try:
         with open(attempt_path / "stderr.txt", "rb") as err:
             err.seek(0, 2)
