@@ -83,7 +83,19 @@ def test_a_whole_imb_run_is_stored_as_pointers_and_loads_unchanged(tmp_path):
     assert data["parsed"]["output"]["file"] == "stdout.txt"
     assert sum("at" in b for b in data["parsed"]["blocks"]) >= len(data["parsed"]["blocks"]) // 2
     assert len(original.parsed) > 200 and original == inline
+    # Version 4 only where a table points into the output: a reader of up to 3 refuses it by
+    # its version; the same record with its values written out stays 3.
+    assert data["schema"] == 4 and json.loads(original.dumps())["schema"] == 3
     assert path.stat().st_size * 2 < len(original.dumps())  # the pointers halve it at least
+
+
+def test_a_reader_of_version_3_refuses_a_pointer_record_by_its_version(tmp_path, monkeypatch):
+    from commstack.store import record as record_module
+
+    path = _whole_imb_run(tmp_path)
+    monkeypatch.setattr(record_module, "SCHEMA_VERSION", 3)
+    with pytest.raises(RecordError, match=f"{path}: schema 4 is newer than this commstack reads"):
+        Record.load(path)
 
 
 def test_a_changed_or_missing_output_or_no_folder_is_named(tmp_path):

@@ -77,7 +77,7 @@ def test_compact_form_reads_back_what_was_measured(campaign):
     for path in sorted(campaign.glob("points/*/rep*.try*/record.json")):
         data = json.loads(path.read_text())
         jsonschema.validate(data, record_schema)
-        assert data["schema"] == 3 and "blocks" in data["parsed"]
+        assert data["schema"] == 4 and "blocks" in data["parsed"]  # 4: it points into stdout.txt
         output = (path.parent / "stdout.txt").read_bytes()
         assert data["parsed"]["output"] == {"file": "stdout.txt",
                                             "sha256": hashlib.sha256(output).hexdigest()}

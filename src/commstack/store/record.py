@@ -15,9 +15,11 @@ Versions:
      tables (``{"blocks": [{"columns", "same", "rows"}]}``, see ``rows_table``); ``command``
      left out when it is the line ``argv``, ``env`` and ``env_prepends`` give (rebuilt on
      reading). The lists of rows that earlier versions wrote are still read, in any version.
-     A table of more than ``POINT_ABOVE`` bytes stores the blocks whose rows read back exactly
-     from the run's ``stdout.txt`` as pointers into it (line, field, type; the file's sha256
-     checked on reading; see ``output_table``).
+  4  version 3, with a table of more than ``POINT_ABOVE`` bytes storing the blocks whose rows
+     read back exactly from the run's ``stdout.txt`` as pointers into it (line, field, type;
+     the file's sha256 checked on reading; see ``output_table``). Only a record holding such
+     a table is written as version 4, so that a commstack reading up to 3 refuses it by its
+     version instead of misreading it; every other record is still written as version 3.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from commstack.store import output_table
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # the newest version this code reads (and writes, where needed)
+COMPACT_VERSION = 3  # what a record without pointers into its output is written as
 # A stored table of more bytes than this points into the output where it can (output_table).
 POINT_ABOVE = 3072
 SCHEMA_FILE = Path(__file__).with_name("record.schema.json")
@@ -180,6 +183,8 @@ class Record:
             output = folder / self.stdout if folder is not None and self.stdout else None
             if output and output.is_file() and len(json.dumps(table, separators=(",", ":"))) > POINT_ABOVE:
                 data["parsed"] = output_table.point_into(table, output.read_bytes(), self.stdout)
+        data["schema"] = SCHEMA_VERSION if output_table.points_into(data.get("parsed")) \
+            else COMPACT_VERSION
         placement = data.get("placement")
         if placement and placement.get("ranks"):
             placement["ranks"] = rows_table(placement["ranks"])
