@@ -1,0 +1,238 @@
+"""The statistics behind every number and verdict commstack prints: one module for ``report``,
+``compare``, ``tune``, ``query`` and the sweep's adaptive repeats.
+
+The rules are those of Hoefler & Belli, "Scientific benchmarking of parallel computing systems"
+(SC15, rules 3-8) and of ReproMPI (Hunold & Carpen-Amarie, TPDS 2016):
+
+* a point is summarised by its **median** with a **distribution-free 95 % confidence interval**
+  from order statistics (no normality assumed); below :data:`MIN_CI_SAMPLES` samples no such
+  interval exists and :func:`describe` says so (``low``/``high`` are None);
+* costs (times) and rates (bandwidth, messages/s) are both summarised by the median; with an even
+  count the middle pair of a *rate* is averaged harmonically, so the median rate is the rate of the
+  median time (summarise times, then convert);
+* A vs B is a **Mann-Whitney U** rank test with an effect size, the **ratio of medians** oriented so
+  that > 1 means B is worse, with a bootstrap interval;
+* many comparisons at once (sizes x candidates, points of a campaign) are corrected together
+  (Benjamini-Hochberg by default, Holm on request) and a difference is *called* only when it is both
+  significant after correction and beyond a practical threshold (default 5 %).
+
+The interval (pure Python) is all the sweep needs on a compute node; the test and the corrections
+need SciPy and NumPy (the ``stats`` extra), and say so in one sentence where they are missing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+LEVEL = 0.95          # confidence of every interval
+ALPHA = 0.05          # family-wise significance of every verdict (after correction)
+THRESHOLD = 0.05      # practical threshold: a difference below 5 % is never called
+MIN_CI_SAMPLES = 6    # the fewest samples whose min..max covers the median with >= 95 %
+BOOTSTRAP = 2000      # resamples of the ratio's interval
+METHODS = ("bh", "holm")
+
+
+class StatsUnavailable(RuntimeError):
+    """A verdict needs SciPy/NumPy and they are not installed."""
+
+
+def _scipy():
+    try:
+        import numpy
+        from scipy import stats
+    except ImportError:
+        raise StatsUnavailable(
+            "statistical verdicts need SciPy and NumPy, which are not installed here "
+            "(pip install 'commstack[stats]')") from None
+    return numpy, stats
+
+
+# --- one point ------------------------------------------------------------------------------
+
+
+def _binom_cdf(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2)."""
+    if k < 0:
+        return 0.0
+    return math.fsum(math.comb(n, i) for i in range(min(k, n) + 1)) / 2.0 ** n
+
+
+def order_statistic_ranks(n: int, level: float = LEVEL) -> Optional[Tuple[int, int]]:
+    """1-based ranks (l, u) of the sorted samples bounding the median with coverage >= ``level``;
+    None when ``n`` samples are too few for that level."""
+    if n < 1 or n > 100_000:
+        return None
+    tail = (1 - level) / 2
+    # the largest k with P(X <= k - 1) <= tail: the interval is [x_(k), x_(n-k+1)]
+    lo, hi = 1, (n + 1) // 2
+    if _binom_cdf(0, n) > tail:
+        return None
+    while lo < hi:  # P(X <= k - 1) grows with k: bisect for the largest admissible k
+        mid = (lo + hi + 1) // 2
+        if _binom_cdf(mid - 1, n) <= tail:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo, n - lo + 1
+
+
+def median(samples: Sequence[float], rate: bool = False) -> float:
+    """The median; for an even count of a rate, the harmonic mean of the middle pair (the rate
+    of the median time)."""
+    ordered = sorted(samples)
+    n = len(ordered)
+    if n == 0:
+        return math.nan
+    if n % 2:
+        return float(ordered[n // 2])
+    a, b = ordered[n // 2 - 1], ordered[n // 2]
+    if rate and a > 0 and b > 0:
+        return 2.0 / (1.0 / a + 1.0 / b)
+    return (a + b) / 2.0
+
+
+@dataclass(frozen=True)
+class Center:
+    """A point's median with its distribution-free interval (None below MIN_CI_SAMPLES)."""
+
+    n: int
+    median: float
+    low: Optional[float]
+    high: Optional[float]
+
+    @property
+    def has_interval(self) -> bool:
+        return self.low is not None
+
+    @property
+    def relative_halfwidth(self) -> float:
+        """The larger distance from the median to a bound, relative to the median (inf without
+        an interval or with a zero median)."""
+        if self.low is None or self.high is None or not self.median:
+            return math.inf
+        return max(self.median - self.low, self.high - self.median) / abs(self.median)
+
+
+def describe(samples: Sequence[float], rate: bool = False, level: float = LEVEL) -> Center:
+    """Median and its ``level`` confidence interval from order statistics."""
+    ordered = sorted(float(x) for x in samples)
+    n = len(ordered)
+    ranks = order_statistic_ranks(n, level)
+    m = median(ordered, rate)
+    if ranks is None:
+        return Center(n, m, None, None)
+    return Center(n, m, ordered[ranks[0] - 1], ordered[ranks[1] - 1])
+
+
+def precise_enough(samples: Sequence[float], within: float, level: float = LEVEL) -> bool:
+    """True when the median's interval lies within +-``within`` (relative) of the median."""
+    return describe(samples, level=level).relative_halfwidth <= within
+
+
+# --- A vs B -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shift:
+    """B against A: ``ratio`` > 1 means B is worse (a longer time or a lower rate)."""
+
+    ratio: float
+    low: float        # bootstrap interval of the ratio
+    high: float
+    p: float          # two-sided Mann-Whitney U; 1.0 when untestable
+    n_a: int
+    n_b: int
+
+    @property
+    def testable(self) -> bool:
+        return self.n_a >= 2 and self.n_b >= 2
+
+
+def _ratio(a: float, b: float, lower_is_better: bool) -> float:
+    worse, better = (b, a) if lower_is_better else (a, b)
+    if better == 0:
+        return 1.0 if worse == 0 else math.inf
+    return worse / better
+
+
+def shift(a: Sequence[float], b: Sequence[float], lower_is_better: bool = True,
+          seed: int = 0, interval: bool = True) -> Shift:
+    """Mann-Whitney U of B against A with the ratio of medians and its bootstrap interval
+    (``interval=False``: the ratio alone stands for its bounds, for decisions that need no
+    interval)."""
+    rate = not lower_is_better
+    ratio = _ratio(median(a, rate), median(b, rate), lower_is_better)
+    if len(a) < 2 or len(b) < 2:
+        return Shift(ratio, ratio, ratio, 1.0, len(a), len(b))
+    np, st = _scipy()
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if np.ptp(np.concatenate([xa, xb])) == 0:
+        p = 1.0
+    else:
+        p = float(st.mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
+    if not interval:
+        return Shift(ratio, ratio, ratio, p, len(a), len(b))
+    rng = np.random.default_rng(seed)
+    ma = np.median(rng.choice(xa, (BOOTSTRAP, len(xa))), axis=1)
+    mb = np.median(rng.choice(xb, (BOOTSTRAP, len(xb))), axis=1)
+    worse, better = (mb, ma) if lower_is_better else (ma, mb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(better > 0, worse / np.where(better > 0, better, 1.0),
+                          np.where(worse > 0, np.inf, 1.0))
+    low, high = (float(v) for v in np.quantile(ratios, [(1 - LEVEL) / 2, (1 + LEVEL) / 2]))
+    return Shift(ratio, low, high, p, len(a), len(b))
+
+
+def adjust(pvalues: Sequence[float], method: str = "bh") -> List[float]:
+    """p-values corrected for being tested together: Benjamini-Hochberg (``bh``, the false
+    discovery rate) or Holm (``holm``, the family-wise error)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown correction {method!r}; expected one of {', '.join(METHODS)}")
+    if not pvalues:
+        return []
+    if method == "bh":
+        _, st = _scipy()
+        return [float(p) for p in st.false_discovery_control(list(pvalues), method="bh")]
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    m, running, out = len(pvalues), 0.0, [1.0] * len(pvalues)
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+WORSE, BETTER, SAME, UNTESTED = "worse", "better", "same", "untested"
+
+
+def call(ratio: float, p_adjusted: float, testable: bool = True, threshold: float = THRESHOLD,
+         alpha: float = ALPHA) -> str:
+    """``worse``/``better`` only when significant after correction AND beyond the threshold;
+    ``untested`` when beyond the threshold but a side has fewer than two samples."""
+    beyond_worse = ratio > 1 + threshold
+    beyond_better = ratio < 1 / (1 + threshold)
+    if not (beyond_worse or beyond_better):
+        return SAME
+    if not testable:
+        return UNTESTED
+    if p_adjusted >= alpha:
+        return SAME
+    return WORSE if beyond_worse else BETTER
+
+
+def verdicts(shifts: Sequence[Shift], threshold: float = THRESHOLD, alpha: float = ALPHA,
+             method: str = "bh") -> List[str]:
+    """One call per shift, the p-values corrected together (untestable ones take no part)."""
+    tested = [i for i, s in enumerate(shifts) if s.testable]
+    adjusted = dict(zip(tested, adjust([shifts[i].p for i in tested], method)))
+    return [call(s.ratio, adjusted.get(i, 1.0), s.testable, threshold, alpha)
+            for i, s in enumerate(shifts)]
+
+
+def rule_text(threshold: float = THRESHOLD, alpha: float = ALPHA, method: str = "bh") -> str:
+    """One sentence saying how a difference is called, for reports."""
+    name = {"bh": "Benjamini-Hochberg", "holm": "Holm"}[method]
+    return (f"a difference is called only when a two-sided Mann-Whitney U test is significant at "
+            f"{alpha:g} after {name} correction over all comparisons made together AND the ratio "
+            f"of medians is beyond {threshold:.0%}")
