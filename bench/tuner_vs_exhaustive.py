@@ -1,17 +1,19 @@
 """The staged tuner against an exhaustive search, on one recorded full grid.
 
 1. Records the full grid of one case with real runs (Intel MPI from PyPI, 2 ranks, Allreduce:
-   every I_MPI_ADJUST_ALLREDUCE algorithm x block/cyclic mapping, 5 repeats), or reuses it.
+   every I_MPI_ADJUST_ALLREDUCE algorithm x block/cyclic mapping, REPEATS repeats), or reuses it.
 2. Replays the tuner's steps (algorithm, then mapping) on those records with the decision rule
-   `commstack tune` uses, and finds the exhaustive best under the same rule: the lowest
-   geometric mean over message sizes (of the trimmed means) among the grid points the rule
-   admits. Both rules are replayed: the default one (a candidate slower than the default beyond
-   noise at any size is out) and `allow_losses: true` (wins and losses are summed).
+   `commstack tune` uses (corrected rank tests and a 5 % threshold, commstack.tune.decide), and
+   finds the exhaustive best under the same rule: among the grid points the rule admits against
+   the default (better at some size, worse at none), the one with the lowest median over the
+   message sizes of its ratio to the best median at each size. Both rules are replayed: the
+   default one and `allow_losses: true` (wins minus losses).
 3. Reports the tuner's choice relative to that best (target: within 5 %) and the runs each needs.
-4. The grid's best by geometric mean alone (no regard to noise) is one noisy sample of each
+4. The grid's best by that median ratio alone (no test at all) is one noisy sample of each
    setting; so the tuner's choice and that unconstrained best are measured again, fresh and
-   interleaved (VERIFY_REPEATS repeats each, one campaign), and compared on those new runs:
-   the honest answer to "is the tuner's choice within 5 % of the best?".
+   interleaved (VERIFY_REPEATS repeats each, one campaign), and compared on those new runs (the
+   median over sizes of the ratio of their medians): the honest answer to "is the tuner's choice
+   within 5 % of the best?".
 
 Usage: python bench/tuner_vs_exhaustive.py [--grid DIR] [--out bench/results]
 """
@@ -20,13 +22,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from commstack import stats
 from commstack.tune import decide as rule
 from commstack.tune.staged import measurements
 
@@ -34,7 +37,7 @@ AXES = ["I_MPI_ADJUST_ALLREDUCE", "mapping"]
 ALGORITHMS = [0, 1, 2, 3, 4, 5, 6, 7]
 DEFAULTS = {"I_MPI_ADJUST_ALLREDUCE": 0, "mapping": "block"}
 STEPS = [["I_MPI_ADJUST_ALLREDUCE"], ["mapping"]]
-REPEATS = 5
+REPEATS = 6
 VERIFY_REPEATS = 10
 CASE = """
 benchmark: imb-mpi1
@@ -56,12 +59,22 @@ VERIFY = CASE + """zip:
 """
 
 
-def geomean(values):
-    return math.exp(sum(math.log(v) for v in values) / len(values))
+def medians(sizes) -> dict:
+    return {s: stats.median(v) for s, v in sizes.items() if v}
 
 
-def score(sizes) -> float:
-    return geomean([rule.Stats.of(v).value for v in sizes.values()])
+def relative(sizes, best_by_size) -> float:
+    """The median over message sizes of this setting's median over the best median there."""
+    mine = medians(sizes)
+    return statistics.median(mine[s] / best_by_size[s] for s in mine if best_by_size.get(s))
+
+
+def ranked(grid: dict) -> dict:
+    """Every setting's median ratio to the per-size best of the grid."""
+    per = {k: medians(v) for k, v in grid.items()}
+    sizes = set.intersection(*(set(m) for m in per.values()))
+    best = {s: min(m[s] for m in per.values()) for s in sizes}
+    return {k: relative(grid[k], best) for k in grid}
 
 
 def run_matrix(text: str, name: str) -> Path:
@@ -81,8 +94,9 @@ def fresh_ratio(tuned: tuple, best: tuple) -> dict:
     text = VERIFY.format(repeats=VERIFY_REPEATS, algorithms=f"{tuned[0]}, {best[0]}",
                          mappings=f"{tuned[1]}, {best[1]}")
     data = measurements(run_matrix(text, "verify"), AXES, "Allreduce")
-    return {"tuner_over_unconstrained_best": score(data[tuned]) / score(data[best]),
-            "runs": 2 * VERIFY_REPEATS}
+    mine, theirs = medians(data[tuned]), medians(data[best])
+    ratio = statistics.median(mine[s] / theirs[s] for s in mine if theirs.get(s))
+    return {"tuner_over_unconstrained_best": ratio, "runs": 2 * VERIFY_REPEATS}
 
 
 def main() -> int:
@@ -98,12 +112,13 @@ def main() -> int:
     full = {k: v for k, v in data.items() if all(len(s) >= 3 for s in v.values())}
 
     default_key = tuple(DEFAULTS[a] for a in AXES)
-    geo_best = min(full, key=lambda k: score(full[k]))
+    score = ranked(full)
+    geo_best = min(full, key=lambda k: score[k])
     result = {"grid_points": len(full), "exhaustive_runs": len(full) * REPEATS,
               "grid": str(grid),
-              # For context: the best geometric mean with no regard to noise at all.
+              # For context: the best median ratio with no test at all.
               "unconstrained_best": dict(zip(AXES, geo_best)),
-              "default_over_unconstrained_best": score(full[default_key]) / score(full[geo_best])}
+              "default_over_unconstrained_best": score[default_key] / score[geo_best]}
     for name, allow in (("default_rule", False), ("allow_losses", True)):
         settings = dict(DEFAULTS)
         measured = set()
@@ -115,18 +130,20 @@ def main() -> int:
                     candidates[tuple(named[a] for a in axes)] = sizes
                     measured.add(key)
             outcome = rule.decide(candidates, tuple(settings[a] for a in axes),
-                                  allow_losses=allow)
+                                  rule.Rule(allow_losses=allow))
             settings.update(dict(zip(axes, outcome.winner)))
         chosen = tuple(settings[a] for a in AXES)
         # The exhaustive search under the same rule: every grid point against the default.
-        admitted = rule.decide(full, default_key, allow_losses=allow).scores
-        pool = [k for k, sc in admitted.items() if sc > 0] or [default_key]
-        best = min(pool, key=lambda k: score(full[k]))
+        admitted = rule.decide(full, default_key, rule.Rule(allow_losses=allow)).scores
+        pool = [k for k, sc in admitted.items()
+                if k != default_key and sc.wins and (allow or sc.eligible)
+                and sc.key(allow)[0] > 0] or [default_key]
+        best = min(pool, key=lambda k: score[k])
         result[name] = {
             "tuner_choice": dict(zip(AXES, chosen)),
             "exhaustive_best": dict(zip(AXES, best)),
-            "tuner_over_best": score(full[chosen]) / score(full[best]),
-            "default_over_best": score(full[default_key]) / score(full[best]),
+            "tuner_over_best": score[chosen] / score[best],
+            "default_over_best": score[default_key] / score[best],
             "tuner_runs": len(measured) * REPEATS,
         }
     result["fresh"] = fresh_ratio(tuple(result["default_rule"]["tuner_choice"][a] for a in AXES),

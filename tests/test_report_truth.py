@@ -1,10 +1,10 @@
 """Must show: `commstack report` tells the truth at a glance for a plain local sweep (the
 quickstart's shape: IMB-MPI1 with Intel MPI from PyPI, 2 and 4 ranks per node, block/cyclic,
-repeats): every cell shows the trimmed mean with its range over the repeats at IMB's printed
-resolution; oversubscribed jobs and IMB's sub-runs (np=2 inside a 4-rank job) sit in tables of
-their own with every cell marked, never beside clean runs; a plain sweep gets no tuning section
-and names no winner; plots have bands and plain tick labels; a parent folder is refused with the
-campaigns it holds."""
+repeats): every cell shows the median with its distribution-free 95 % interval and the count
+of repeats at IMB's printed resolution; oversubscribed jobs and IMB's sub-runs (np=2 inside a
+4-rank job) sit in tables of their own with every cell marked, never beside clean runs; a plain
+sweep gets no tuning section and names no winner; plots have bands and plain tick labels; a
+parent folder is refused with the campaigns it holds."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from typing import Dict, List
 
 import pytest
 
-from commstack.aggregate import trimmed_mean
+from commstack import stats
 from tests.sweeps import commstack, records
 
 pytestmark = pytest.mark.mpi
 
 MATRIX = dedent("""
     benchmark: imb-mpi1
-    repeats: 3
+    repeats: 6
     timeout: 120
     stacks:
       impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
@@ -33,7 +33,7 @@ MATRIX = dedent("""
       ranks_per_node: [2, 4]
       mapping: [block, cyclic]
     """)
-CELL = re.compile(r"^(\d+\.\d\d) \[(\d+\.\d\d)–(\d+\.\d\d)\]((?: ⚠\w+)*)$")
+CELL = re.compile(r"^(\d+\.\d\d) \[(\d+\.\d\d)–(\d+\.\d\d)\] \((\d+)\)((?: ⚠\w+)*)$")
 
 
 @pytest.fixture(scope="module")
@@ -72,20 +72,23 @@ def samples(root, benchmark: str, np: int, ranks: int, mapping: str, size: int) 
             if row["benchmark"] == benchmark and row["np"] == np and row["bytes"] == size]
 
 
-def test_every_cell_shows_the_mean_and_range_at_the_printed_resolution(campaign):
+def test_every_cell_shows_the_median_and_its_interval_at_the_printed_resolution(campaign):
     root, report = campaign
     found = tables(report)
     clean = found["Allgather np=2"]
     assert list(clean[0]) == ["bytes", "mapping=block", "mapping=cyclic"]
     for row in clean:
         for label in ("mapping=block", "mapping=cyclic"):
-            mean, low, high, markers = CELL.match(row[label]).groups()
+            median, low, high, n, markers = CELL.match(row[label]).groups()
             values = samples(root, "Allgather", 2, 2, label.split("=")[1], int(row["bytes"]))
-            assert len(values) == 3 and markers == ""
-            assert (low, high) == (f"{min(values):.2f}", f"{max(values):.2f}")
-            assert mean == f"{trimmed_mean(values):.2f}"
-    assert ("trimmed mean [min–max] over the repeats, at 4 significant digits, none finer than "
+            assert len(values) == 6 == int(n) and markers == ""
+            center = stats.describe(values)
+            assert (low, high) == (f"{center.low:.2f}", f"{center.high:.2f}")
+            assert median == f"{center.median:.2f}"
+    assert ("median [95 % interval] (repeats), at 4 significant digits, none finer than "
             "the printed resolution 0.01") in report
+    assert "distribution-free 95 % confidence interval" in report
+    assert "The min–max range of the repeats is in `summary.csv`" in report
     # No digits beyond what IMB printed anywhere in a table.
     assert not re.search(r"\| [^|]*\d\.\d{3,}", report)
 
@@ -106,12 +109,12 @@ def test_oversubscribed_and_subruns_are_apart_and_marked(campaign):
     for bench in ("Allgather", "PingPong"):
         title = f"{bench} np=2 — ⚠ sub-runs inside 4-rank jobs{suffix}"
         rows = found[title]
-        assert rows and all(CELL.match(c).group(4) == marks for row in rows
+        assert rows and all(CELL.match(c).group(5) == marks for row in rows
                             for k, c in row.items() if k != "bytes")
         # The clean np=2 table holds the 2-rank jobs' numbers, not the sub-runs'.
         cell = next(r for r in found[f"{bench} np=2"] if r["bytes"] == "4")["mapping=block"]
         assert CELL.match(cell).group(1) == \
-            f"{trimmed_mean(samples(root, bench, 2, 2, 'block', 4)):.2f}"
+            f"{stats.median(samples(root, bench, 2, 2, 'block', 4)):.2f}"
     if 4 in over:  # this 2-core machine: 4 ranks are oversubscribed
         rows = found["Allgather np=4 — ⚠ oversubscribed (more processes than cores)"]
         assert all(c.endswith(" ⚠ov") for row in rows for k, c in row.items() if k != "bytes")

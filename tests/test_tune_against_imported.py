@@ -40,7 +40,7 @@ PLAN = dedent("""
     steps:
       - name: algorithms
         product: {I_MPI_ADJUST_ALLREDUCE: [0, 1]}
-    decision: {noise: range}
+    decision: {threshold: 0.05}
     """)
 
 

@@ -39,7 +39,7 @@ def tuned(tmp_path_factory):
     env = {**os.environ, "COMMSTACK_OMPI_UCC_BIN": str(bindir)}
     run = commstack("tune", str(plan), "--out", str(tmp / "results"), "--local", env=env,
                     timeout=1200)
-    # 3: tuned slower than default beyond noise at some size (4 ranks on 2 cores; said, not hidden)
+    # 3: tuned slower than default at some size (4 ranks on 2 cores; said, not hidden)
     assert run.returncode in (0, 3), run.stdout[-3000:] + run.stderr[-3000:]
     return tmp / "results" / "local" / "ompi-ucc-components", run
 
@@ -101,8 +101,8 @@ def test_the_winner_is_exported_with_its_parameters(tuned):
         assert ("none", "block") in verify
         assert (winner, summary["settings"]["mapping"]) in verify
         check = summary["verify"]
-        assert check["slower_beyond_noise"] or check["faster_beyond_noise"] or \
-            check["within_noise"] or verify == {("none", "block")}
+        assert check["slower"] or check["faster"] or check["same"] or \
+            verify == {("none", "block")}
 
 
 # --- validation: before anything runs ------------------------------------------------------

@@ -22,53 +22,88 @@ def m(**candidates):
             for name, sizes in candidates.items()}
 
 
-def test_candidate_wins_only_beyond_noise():
-    data = m(default={8: [10, 10.5, 11], 64: [20, 21, 22]},
-             tight={8: [8, 8.1, 8.2], 64: [15, 15.2, 15.1]},     # clearly faster
-             fuzzy={8: [9.8, 10.2, 10.1], 64: [20.5, 21.5, 20.2]})  # within noise
+def jitter(center: float, n: int = 7, spread: float = 0.01) -> list:
+    """n distinct samples evenly spread +-spread around center (a quiet machine)."""
+    return [center * (1 + spread * (2 * i / (n - 1) - 1)) for i in range(n)]
+
+
+def test_candidate_wins_only_where_the_corrected_test_and_threshold_say_so():
+    data = m(default={8: jitter(10), 64: jitter(20)},
+             tight={8: jitter(8), 64: jitter(15)},        # clearly faster at both sizes
+             fuzzy={8: jitter(9.9), 64: jitter(20.3)})    # within 5 %: never a win
     out = rule.decide(data, "default")
     assert out.winner == "tight" and out.changed
-    assert out.scores["fuzzy"] == 0.0
-    assert out.scores["tight"] == pytest.approx(
-        __import__("math").log(10.5 / 8.1) + __import__("math").log(21 / 15.1))
+    assert out.scores["tight"].wins == 2 and out.scores["fuzzy"].wins == 0
+    assert out.calls["fuzzy"][8].call == rule.SAME
 
 
-def test_default_stays_when_differences_are_within_noise():
-    data = m(default={1: [5, 6, 7]}, other={1: [4.9, 5.5, 6.5]})
+def test_default_stays_when_the_samples_cannot_tell_them_apart():
+    data = m(default={1: [5, 6, 7, 5.5, 6.5]}, other={1: [4.9, 5.5, 6.5, 5.2, 6.1]})
     out = rule.decide(data, "default")
     assert out.winner == "default" and not out.changed
 
 
-def test_a_loss_beyond_noise_disqualifies_unless_allowed():
-    data = m(default={1: [10, 10, 10], 1024: [100, 100, 100]},
-             mixed={1: [5, 5, 5], 1024: [130, 130, 130]})
+def test_one_lucky_size_among_many_is_not_a_win():
+    """A candidate faster at one of 15 sizes by a margin that five samples a side allow (every
+    candidate sample below every default sample: p = 0.008 before correction) is not a win once
+    the 15 x 3 comparisons are corrected together."""
+    sizes = {2 ** k: [10.0, 10.2, 10.4, 10.6, 10.8] for k in range(15)}
+    data = {"default": sizes}
+    for name in ("b", "c", "d"):
+        data[name] = {s: [10.1, 10.3, 10.5, 10.7, 10.9] for s in sizes}
+    data["c"][1024] = [9.0, 9.1, 9.2, 9.3, 9.4]
+    out = rule.decide(data, "default")
+    assert out.winner == "default"
+
+
+def test_a_loss_disqualifies_unless_allowed():
+    data = m(default={1: jitter(10), 1024: jitter(100)},
+             mixed={1: jitter(5), 1024: jitter(130)})
     assert rule.decide(data, "default").winner == "default"
-    assert rule.decide(data, "default", allow_losses=True).winner == "mixed"  # log 2 > log 1.3
+    assert rule.decide(data, "default", rule.Rule(allow_losses=True)).winner == "default"  # 1 - 1
+    data["mixed"][2] = jitter(5)
+    data["default"][2] = jitter(10)
+    assert rule.decide(data, "default", rule.Rule(allow_losses=True)).winner == "mixed"  # 2 - 1
 
 
 def test_bands_name_the_best_setting_per_size_range():
-    data = m(default={1: [10] * 3, 2: [10] * 3, 4: [10] * 3, 8: [10] * 3},
-             small={1: [5] * 3, 2: [5] * 3, 4: [10] * 3, 8: [12] * 3},
-             large={1: [12] * 3, 2: [11] * 3, 4: [7] * 3, 8: [6] * 3})
-    out = rule.decide(data, "default", allow_losses=True)
+    data = m(default={1: jitter(10), 2: jitter(10), 4: jitter(10), 8: jitter(10)},
+             small={1: jitter(5), 2: jitter(5), 4: jitter(10), 8: jitter(12)},
+             large={1: jitter(12), 2: jitter(11), 4: jitter(7), 8: jitter(6)})
+    out = rule.decide(data, "default", rule.Rule(allow_losses=True))
     assert [(b.first, b.last, b.best) for b in out.bands] == [(1, 2, "small"), (4, 8, "large")]
     assert out.bands[0].gain == pytest.approx(0.5)
 
 
-def test_relative_noise_rule():
-    data = m(default={1: [100, 100, 100]}, b={1: [96, 96, 96]})
-    assert rule.decide(data, "default", rule=0.05).winner == "default"
-    assert rule.decide(data, "default", rule=0.03).winner == "b"
+def test_the_threshold_is_the_least_gain_that_counts():
+    data = m(default={1: jitter(100, spread=0.001)}, b={1: jitter(96, spread=0.001)})
+    assert rule.decide(data, "default", rule.Rule(threshold=0.05)).winner == "default"
+    assert rule.decide(data, "default", rule.Rule(threshold=0.03)).winner == "b"
 
 
 def test_per_group_decides_each_component():
     axes = ["component", "mapping"]
-    data = {("tuned", "block"): {1: [10] * 3}, ("tuned", "cyclic"): {1: [8] * 3},
-            ("basic", "block"): {1: [12] * 3}, ("basic", "cyclic"): {1: [14] * 3}}
-    overall, groups = rule.decide_per_group(data, ("tuned", "block"), axes, "component", "range", 0)
+    data = {("tuned", "block"): {1: jitter(10)}, ("tuned", "cyclic"): {1: jitter(8)},
+            ("basic", "block"): {1: jitter(12)}, ("basic", "cyclic"): {1: jitter(14)}}
+    overall, groups = rule.decide_per_group(data, ("tuned", "block"), axes, "component")
     assert groups["tuned"].winner == ("tuned", "cyclic")
     assert groups["basic"].winner == ("basic", "block")
     assert overall.winner == ("tuned", "cyclic")
+
+
+def test_plans_with_the_old_noise_rule_are_refused_with_the_replacement(tmp_path):
+    base = """
+        base: {benchmark: imb-mpi1, stacks: {a: {flavour: openmpi}}}
+        steps: [{name: a, product: {UCX_TLS: [all, "self,sm"]}}]
+        """
+    with pytest.raises(MatrixError, match="`noise` and `min_gain` are gone.*threshold"):
+        load_plan(_plan(tmp_path, base + "decision: {noise: range}\n"))
+    with pytest.raises(MatrixError, match="unknown key.*alpah"):
+        load_plan(_plan(tmp_path, base + "decision: {alpah: 0.1}\n"))
+    with pytest.raises(MatrixError, match="correction bh or holm"):
+        load_plan(_plan(tmp_path, base + "decision: {correction: bonferroni}\n"))
+    plan = load_plan(_plan(tmp_path, base + "decision: {threshold: 0.1, correction: holm}\n"))
+    assert plan.decision == rule.Rule(threshold=0.1, correction="holm")
 
 
 def _plan(tmp_path, text):
@@ -122,3 +157,52 @@ def test_published_reference_imports_and_compares():
     if shared.exists():  # the committed copy is exactly the import of the published CSV
         assert reference.import_reference(shared.read_text())[0]["source"].startswith("1-1-1")
         assert len(reference.import_reference(shared.read_text())) == 144
+
+
+def test_bands_of_an_intel_algorithm_step_become_one_per_size_value():
+    from commstack.tune.per_size import intel_ranges, per_size_settings
+
+    data = m(**{"0": {1: jitter(10), 1024: jitter(10), 4096: jitter(10)},
+                "7": {1: jitter(5), 1024: jitter(10), 4096: jitter(12)},
+                "2": {1: jitter(12), 1024: jitter(7), 4096: jitter(6)}})
+    out = rule.decide(data, "0", rule.Rule(allow_losses=True))
+    bands = [{"from_bytes": b.first, "to_bytes": b.last, "best": {"I_MPI_ADJUST_ALLREDUCE": b.best}}
+             for b in out.bands]
+    value = intel_ranges(bands, "I_MPI_ADJUST_ALLREDUCE", "0")
+    assert value == "7:0-1023;2:1024-2147483647"
+    step = {"axes": ["I_MPI_ADJUST_ALLREDUCE"], "bands": bands,
+            "incumbent": {"I_MPI_ADJUST_ALLREDUCE": ""}}
+    tuned = per_size_settings([step], {"I_MPI_ADJUST_ALLREDUCE": "7", "mapping": "block"})
+    assert tuned == {"I_MPI_ADJUST_ALLREDUCE": value, "mapping": "block"}
+    # One band, or a variable without a per-size form: the value stays as chosen.
+    assert intel_ranges(bands[:1], "I_MPI_ADJUST_ALLREDUCE", "0") is None
+    assert intel_ranges(bands, "UCX_TLS", "all") is None
+
+
+@pytest.mark.mpi
+def test_intel_mpi_takes_the_per_size_value_and_refuses_a_broken_one(impi_root, write_matrix):
+    """Swept as a tuner's verify sweeps it; Intel MPI's own startup lines (I_MPI_DEBUG=6) say
+    whether it took the value."""
+    import json
+
+    from tests.sweeps import commstack
+
+    matrix = write_matrix("""
+        benchmark: imb-mpi1
+        repeats: 1
+        timeout: 120
+        stacks:
+          impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
+        parameters: {benchmarks: Allreduce, msglog: "0:2", iter: 10, ranks_per_node: 2,
+                     I_MPI_DEBUG: 6}
+        product:
+          I_MPI_ADJUST_ALLREDUCE: ["7:0-1023;2:1024-2147483647", "7:0-1023;junk"]
+        """)
+    run = commstack("run", str(matrix), "--out", str(matrix.parents[2] / "results"))
+    assert run.returncode in (0, 3), run.stderr[-3000:]  # 3: the broken value's run may crash
+    seen = {}
+    for path in (matrix.parents[2] / "results" / "local" / "m" / "points").glob("*/rep1.try1"):
+        value = json.loads((path / "record.json").read_text())["params"]["I_MPI_ADJUST_ALLREDUCE"]
+        text = (path / "stdout.txt").read_text() + (path / "stderr.txt").read_text()
+        seen[value] = "Incorrect adjust value" in text
+    assert seen == {"7:0-1023;2:1024-2147483647": False, "7:0-1023;junk": True}

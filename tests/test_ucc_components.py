@@ -151,6 +151,15 @@ def test_every_enabled_record_names_ucc_and_disabled_ones_do_not(sweep):
             assert all(used["collectives"][c] == [evidence.UNREPORTED] for c in COLLECTIVES)
     report = (sweep / "report" / "report.md").read_text()
     assert "Components asked for but not used" not in report
+    # The report states the evidence its records hold, not only its absence.
+    section = report.split("## Components used (the MPI's own evidence)", 1)[1].split("\n## ")[0]
+    asked = [r for r in recs if r["params"]["mca.coll_ucc_enable"] == 1]
+    for pid in {r["point_id"] for r in asked}:
+        row = next(line for line in section.splitlines() if line.startswith(f"| {pid} |"))
+        for coll in COLLECTIVES:
+            total = sum(r["components_used"]["calls"][coll]["ucc"] for r in asked
+                        if r["point_id"] == pid)
+            assert f"{coll}: ucc {total}" in row, row
 
 
 FLAGGED = dedent("""

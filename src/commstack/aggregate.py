@@ -1,5 +1,8 @@
-"""Aggregate repeats: trimmed mean (drop one min and one max, as the Oracle study does),
-median, min, max and count, per point and result row (message size, process count, ...).
+"""Aggregate repeats per point and result row (message size, process count, ...): the median
+with its distribution-free 95 % interval (``ci_low``/``ci_high``, from order statistics; none below
+six repeats; :mod:`commstack.stats`), the count, min and max, and the trimmed mean (one min and one
+max dropped, as the Oracle study reports) for readers of ``summary.csv`` that want it. A rate's
+median with an even count is the harmonic mean of the middle pair (the rate of the median time).
 
 Each summary row also says how clean its runs were: ``oversubscribed`` (more processes than
 cores in any of its runs), ``job_ranks`` (the job's size) and ``subrun`` (IMB ran this row at a
@@ -15,12 +18,14 @@ import statistics
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from commstack import stats
 from commstack.benchmarks import registry
 from commstack.store.record import Record
 
 # Columns of a summary row that are not parameters of the point.
-SUMMARY_FIELDS = ("point_id", "metric", "lower_is_better", "n", "trimmed_mean", "median", "min",
-                  "max", "quantum", "oversubscribed", "job_ranks", "subrun", "samples")
+SUMMARY_FIELDS = ("point_id", "metric", "lower_is_better", "n", "trimmed_mean", "median", "ci_low",
+                  "ci_high", "min", "max", "quantum", "oversubscribed", "job_ranks", "subrun",
+                  "samples")
 
 
 @dataclass
@@ -30,6 +35,8 @@ class Summary:
     median: float
     min: float
     max: float
+    ci_low: Optional[float] = None
+    ci_high: Optional[float] = None
 
 
 def trimmed_mean(values: Sequence[float]) -> float:
@@ -40,9 +47,10 @@ def trimmed_mean(values: Sequence[float]) -> float:
     return statistics.fmean(ordered)
 
 
-def summarize(values: Sequence[float]) -> Summary:
-    return Summary(len(values), trimmed_mean(values), statistics.median(values),
-                   min(values), max(values))
+def summarize(values: Sequence[float], rate: bool = False) -> Summary:
+    center = stats.describe(values, rate=rate)
+    return Summary(len(values), trimmed_mean(values), center.median, min(values), max(values),
+                   center.low, center.high)
 
 
 def print_quantum(values: Iterable[float]) -> float:
@@ -103,8 +111,9 @@ def aggregate(records: Iterable[Record], with_samples: bool = False) -> List[Dic
     quantum = {name: print_quantum(values) for name, values in by_metric.items()}
     out = []
     for key, row in groups.items():
-        s = summarize(samples[key])
+        s = summarize(samples[key], rate=not row["lower_is_better"])
         out.append({**row, "n": s.n, "trimmed_mean": s.trimmed_mean, "median": s.median,
+                    "ci_low": s.ci_low, "ci_high": s.ci_high,
                     "min": s.min, "max": s.max, "quantum": quantum[str(row["metric"])],
                     **({"samples": samples[key]} if with_samples else {})})
     return out
@@ -163,11 +172,22 @@ def _aggregate_part(part, names: List[str], points) -> "object":
     trim = (count[codes] >= 3) & (first | last)
     kept = np.bincount(codes, weights=np.where(trim, 0.0, value))
     kept_n = np.bincount(codes, weights=(~trim).astype(float))
-    median = (value[start + (count - 1) // 2] + value[start + count // 2]) / 2
+    mid_a, mid_b = value[start + (count - 1) // 2], value[start + count // 2]
+    median = (mid_a + mid_b) / 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        harmonic = np.where((mid_a > 0) & (mid_b > 0), 2 * mid_a * mid_b / (mid_a + mid_b), median)
+    # The interval's order statistics depend on the count alone: one lookup per distinct count.
+    ranks = {int(n): stats.order_statistic_ranks(int(n)) for n in np.unique(count)}
+    low_rank = np.array([ranks[int(n)][0] if ranks[int(n)] else 0 for n in count])
+    high_rank = np.array([ranks[int(n)][1] if ranks[int(n)] else 0 for n in count])
+    has_ci = low_rank > 0
+    ci_low = np.where(has_ci, value[start + np.maximum(low_rank, 1) - 1], np.nan)
+    ci_high = np.where(has_ci, value[start + np.maximum(high_rank, 1) - 1], np.nan)
     over = np.bincount(codes, weights=part["oversubscribed"].to_numpy()[order]) > 0
     head = part.iloc[order[start]][group_cols + ["metric"]].reset_index(drop=True)
     head = head.assign(oversubscribed=over, n=count, trimmed_mean=kept / kept_n,
-                       median=median, min=value[start], max=value[start + count - 1])
+                       median=median, ci_low=ci_low, ci_high=ci_high, min=value[start],
+                       max=value[start + count - 1])
     params = pd.DataFrame.from_dict({p: info[0] for p, info in points.items()}, orient="index")
     info = pd.DataFrame({"job_ranks": {p: i[2] for p, i in points.items()}})
     head = head.reset_index(drop=True)
@@ -175,12 +195,14 @@ def _aggregate_part(part, names: List[str], points) -> "object":
         values = head["point_id"].map(params[column])
         head[column] = values.where(values.notna(), head[column]) if column in head else values
     head["lower_is_better"] = head["metric"].map(registry.lower_is_better)
+    rates = ~head["lower_is_better"].astype(bool).to_numpy()
+    head["median"] = np.where(rates & (count % 2 == 0), harmonic, median)
     ranks = head["point_id"].map(info["job_ranks"])
     head["job_ranks"] = ranks
     np_ = pd.to_numeric(head["np"], errors="coerce") if "np" in head else None
     head["subrun"] = (False if np_ is None else
                       ((np_ < pd.to_numeric(ranks, errors="coerce")) & (np_ > 0)).to_numpy())
     tail = ["metric", "lower_is_better", "oversubscribed", "job_ranks", "subrun", "n",
-            "trimmed_mean", "median", "min", "max"]
+            "trimmed_mean", "median", "ci_low", "ci_high", "min", "max"]
     first = ["point_id"] + [n for n in names if n in head and n not in params.columns]
     return head[first + [c for c in head.columns if c not in first and c not in tail] + tail]

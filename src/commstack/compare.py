@@ -2,27 +2,31 @@
 
 Campaign vs campaign: points are matched on the parameters both campaigns have (``--ignore``
 drops some, ``--where`` keeps a subset) and on the result row (benchmark, np, mode, bytes, ...).
-For each match: the ratio B/A of the trimmed means, its spread (B's extremes over A's), and a
-verdict. Slowdown means B is worse: a longer time, or a lower bandwidth.
+For each match: both medians with their 95 % intervals, the slowdown (ratio of medians, > 1 when
+B is worse: a longer time or a lower bandwidth) with its interval, and a verdict from
+:mod:`commstack.stats`:
 
-* ``slower`` / ``faster``: beyond ``threshold``;
-* ``regression`` / ``improvement``: also beyond the noise, a change of this point: every repeat
-  of B is worse than every repeat of A by more than ``threshold`` (best B vs worst A; with a
-  single sample on a side, an imported table, the trimmed means; each sample widened by half
-  a unit of its last printed digit), and the point stands out from
-  the other points' ratios (more than ``OUTLIER`` robust sd from their median);
-* ``same``: within the threshold.
+* ``regression`` / ``improvement``: a two-sided Mann-Whitney U test of the repeats is significant
+  after Benjamini-Hochberg correction over every matched figure, AND the slowdown is beyond the
+  threshold (default 5 %) even with both medians moved half a unit of the last printed digit
+  towards each other (IMB prints 0.03 or 0.04 us for the same 0-byte time);
+* ``untested``: beyond the threshold, but a side has a single value (an imported table): no test
+  can tell it from noise, so it never fails a comparison;
+* ``same``: neither.
 
-A regression fails the comparison.
+The comparison also tests the campaign as a whole: on a busy machine a whole pass over the points
+(a repeat) is lucky or unlucky, so the points of one pass move together, and a slowdown of every
+point by 10 % hides inside each point's spread. Passes are paired by repeat number (with the repeats
+interleaved in time, as ``tests/test_compare.py`` and ``bench/verdicts.py`` run them, a pair shares
+the machine's moment; otherwise any pairing of exchangeable passes is still a valid test): each
+pair gives the median over the figures of log(B / A), and a one-sided Wilcoxon signed-rank test asks
+whether B's passes are slower. A **broad slowdown** is that test significant AND the median
+slowdown over the figures beyond the threshold. It needs six passes a side (1 / 2^6 < 0.025).
 
-The comparison also fails on a broad slowdown: the median slowdown over all matched points
-beyond ``1 + threshold`` (the median, unlike a mean, is not moved by the odd preempted run) AND
-beyond the noise. The noise is judged on repeats paired by number (repeat k of A with repeat k of
-B: the repeats of a sweep are its outer loop, so both are a pass over all points): each pair
-gives the median shift over all points, and the mean shift must exceed its standard error times
-Student's t (99 %, one-sided). On a busy machine a whole run is lucky or unlucky, so the points
-of one run move together; only this paired view tells a slower B from a few unlucky runs. With
-fewer than two pairs (an imported table), the threshold alone decides.
+The comparison fails on a regression or a broad slowdown. The two tests share alpha (each at
+alpha / 2), so an identical rerun fails with probability at most alpha (5 %); the README
+("Reports and comparisons") gives the false-alarm rate and the power measured by
+``bench/verdicts.py``.
 
 Reference values (``references/<machine>.yaml``)::
 
@@ -36,7 +40,7 @@ Reference values (``references/<machine>.yaml``)::
         unit: s
 
 ``match`` keys are parameters or result-row fields (``benchmark``, ``np``, ``bytes``, ...). A
-measured value outside its bounds fails; a reference nothing in the campaign matches is listed as
+measured median outside its bounds fails; a reference nothing in the campaign matches is listed as
 not measured.
 """
 
@@ -44,20 +48,21 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from commstack import stats
 from commstack.aggregate import print_quantum
 from commstack.errors import CampaignError
 from commstack.figures import Figure, figures, varying
 from commstack.markdown_table import table
 from commstack.store.record import Record
 
-DEFAULT_THRESHOLD = 0.10
-OUTLIER = 4.0  # robust standard deviations from the median ratio that make a point stand out
+DEFAULT_THRESHOLD = stats.THRESHOLD
 # Record parameters never used to match points (they name the run, not the configuration).
 NOT_MATCHED = {"stack"}
+REGRESSION, IMPROVEMENT, SAME, UNTESTED = "regression", "improvement", "same", "untested"
 
 
 # --- campaign vs campaign ----------------------------------------------------------------------
@@ -68,88 +73,46 @@ class Match:
     a: Figure
     b: Figure
     threshold: float
-    verdict: str = "same"  # set by compare(): regression, slower, same, faster, improvement
+    verdict: str = SAME  # set by judge(): regression, improvement, same, untested
+    shift: Optional[stats.Shift] = None
+    p_adjusted: float = 1.0
 
-    @property
-    def ratio(self) -> float:
-        """B / A of the trimmed means (1 when both are 0, as IMB prints for 0 bytes)."""
-        if not self.a.center:
-            return 1.0 if not self.b.center else math.inf
-        return self.b.center / self.a.center
+    def measure(self) -> stats.Shift:
+        if self.shift is None:
+            self.shift = stats.shift(self.a.samples, self.b.samples, self.a.lower_is_better)
+        return self.shift
 
     @property
     def slowdown(self) -> float:
-        """> 1: B is worse (slower, or less bandwidth)."""
-        return self.ratio if self.a.lower_is_better else 1 / self.ratio if self.ratio else math.inf
+        """> 1: B is worse (slower, or less bandwidth); the ratio of the medians."""
+        return self.measure().ratio
 
     @property
-    def spread(self) -> Tuple[float, float]:
-        """The extreme ratios of B's repeats over A's: (min B / max A, max B / min A)."""
-        def div(x: float, y: float) -> float:
-            return x / y if y else (1.0 if not x else math.inf)
-
-        return (div(min(self.b.samples), max(self.a.samples)),
-                div(max(self.b.samples), min(self.a.samples)))
-
-    @property
-    def bounds(self) -> Tuple[float, float]:
-        """Slowdown of B's best repeat over A's worst, and of B's worst over A's best; with a
-        single sample on a side (an imported table) both are the slowdown itself.
-
-        Each sample may be off by half a unit of the last digit the benchmark printed (IMB: 0.03
-        us can be 0.025..0.035), so the bounds are widened by that much: two runs one printed
-        digit apart are not beyond the noise."""
-        if len(self.a.samples) < 2 or len(self.b.samples) < 2:
-            return self.slowdown, self.slowdown
+    def printed_slowdown(self) -> float:
+        """The slowdown with both medians moved half a unit of the last printed digit towards
+        each other: two runs one printed digit apart differ by rounding, not by a measurement."""
         half = print_quantum(self.a.samples + self.b.samples) / 2
-
-        def div(x: float, y: float) -> float:
-            return x / y if y > 0 else (1.0 if x <= 0 else math.inf)
-
-        lo = div(max(0.0, min(self.b.samples) - half), max(self.a.samples) + half)
-        hi = div(max(self.b.samples) + half, max(0.0, min(self.a.samples) - half))
-        if self.a.lower_is_better:
-            return lo, hi
-        return (1 / hi if hi else math.inf), (1 / lo if lo else math.inf)
-
-
-# Student's t, one-sided 99 %, by degrees of freedom (the largest tabulated <= df is used).
-_T99 = {1: 31.82, 2: 6.965, 3: 4.541, 4: 3.747, 5: 3.365, 6: 3.143, 7: 2.998, 8: 2.896,
-        9: 2.821, 10: 2.764, 12: 2.681, 15: 2.602, 20: 2.528, 30: 2.457, 60: 2.390, 120: 2.358}
+        a, b = self.a.center, self.b.center
+        worse, better = (b, a) if self.a.lower_is_better else (a, b)
+        if worse > better:
+            worse, better = worse - half, better + half
+        elif worse < better:
+            worse, better = worse + half, better - half
+        if better <= 0:
+            return 1.0 if worse <= 0 else math.inf
+        return max(worse, 0.0) / better
 
 
-def t_critical(df: int) -> float:
-    return _T99[max(k for k in _T99 if k <= max(df, 1))]
-
-
-def _log(x: float) -> float:
-    return math.log(x) if 0 < x < math.inf else (math.inf if x > 0 else -math.inf)
-
-
-def judge(matches: List[Match], outlier: float = OUTLIER) -> Tuple[float, float]:
-    """Set every match's verdict; returns the median log-slowdown and its robust spread.
-
-    ``slower``/``faster``: beyond the threshold. ``regression``/``improvement``: also beyond the
-    noise, i.e. even B's best repeat is worse than A's worst by more than the threshold, AND the
-    point stands out from the campaign-wide ratios (more than ``outlier`` robust standard
-    deviations from their median). A broad shift is caught by the median, not point by point.
-    """
-    logs = sorted(_log(m.slowdown) for m in matches)
-    finite = [x for x in logs if math.isfinite(x)]
-    center = statistics.median(finite) if finite else 0.0
-    sigma = 1.4826 * statistics.median(abs(x - center) for x in finite) if finite else 0.0
-    for m in matches:
-        limit = math.log(1 + m.threshold)
-        least, most = (_log(x) for x in m.bounds)
-        r = _log(m.slowdown)
-        if r > limit:
-            m.verdict = "regression" if least > limit and r - center > outlier * sigma else "slower"
-        elif r < -limit:
-            m.verdict = ("improvement" if most < -limit and center - r > outlier * sigma
-                         else "faster")
-        else:
-            m.verdict = "same"
-    return center, sigma
+def judge(matches: List[Match], alpha: float = stats.ALPHA, method: str = "bh") -> None:
+    """Set every match's verdict: the figures' tests corrected together (see the module)."""
+    shifts = [m.measure() for m in matches]
+    tested = [i for i, s in enumerate(shifts) if s.testable]
+    adjusted = dict(zip(tested, stats.adjust([shifts[i].p for i in tested], method)))
+    for i, m in enumerate(matches):
+        m.p_adjusted = adjusted.get(i, 1.0)
+        call = stats.call(m.printed_slowdown, m.p_adjusted, shifts[i].testable, m.threshold, alpha)
+        m.verdict = {stats.WORSE: REGRESSION, stats.BETTER: IMPROVEMENT,
+                     stats.UNTESTED: UNTESTED}.get(call, SAME)
 
 
 @dataclass
@@ -160,51 +123,47 @@ class Comparison:
     ambiguous: int
     keys: List[str]
     threshold: float
-    noise: float = 0.0  # robust standard deviation of the log slowdowns
-
-    @property
-    def geomean_slowdown(self) -> float:
-        values = [m.slowdown for m in self.matches if 0 < m.slowdown < math.inf]
-        return math.exp(sum(math.log(v) for v in values) / len(values)) if values else 1.0
+    alpha: float = stats.ALPHA
+    method: str = "bh"
+    notes: List[str] = field(default_factory=list)
 
     @property
     def median_slowdown(self) -> float:
-        values = [m.slowdown for m in self.matches]
+        values = [m.slowdown for m in self.matches if math.isfinite(m.slowdown)]
         return statistics.median(values) if values else 1.0
 
     @property
     def regressions(self) -> List[Match]:
-        return [m for m in self.matches if m.verdict == "regression"]
+        return [m for m in self.matches if m.verdict == REGRESSION]
 
     def paired_shifts(self) -> List[float]:
-        """Per repeat number both sides have: median over the points of the log slowdown of
-        that repeat of B over that repeat of A."""
+        """Per repeat number both campaigns have (a pass over all points each): the median over
+        the figures of log(B's sample / A's sample), > 0 when B's pass was worse."""
         shifts: Dict[int, List[float]] = {}
         for m in self.matches:
             a = dict(zip(m.a.repeats, m.a.samples))
             b = dict(zip(m.b.repeats, m.b.samples))
+            sign = 1.0 if m.a.lower_is_better else -1.0
             for r in set(a) & set(b):
-                ratio = _log(b[r] / a[r]) if a[r] and b[r] else None
-                if ratio is not None and math.isfinite(ratio):
-                    shifts.setdefault(r, []).append(ratio if m.a.lower_is_better else -ratio)
+                if a[r] > 0 and b[r] > 0:
+                    shifts.setdefault(r, []).append(sign * math.log(b[r] / a[r]))
         full = [v for v in shifts.values() if len(v) * 2 >= len(self.matches)]
         return [statistics.median(v) for v in full]
 
     @property
-    def significance(self) -> Tuple[float, float]:
-        """(t statistic of the paired shifts, the critical value); (inf, 0) without pairs."""
+    def broad(self) -> stats.Shift:
+        """One-sided Wilcoxon signed-rank test that B's passes are slower than A's, paired by
+        repeat number (ratio: the median slowdown over the figures)."""
         shifts = self.paired_shifts()
-        if len(shifts) < 2:
-            return math.inf, 0.0
-        se = statistics.stdev(shifts) / math.sqrt(len(shifts))
-        mean = statistics.fmean(shifts)
-        t = math.inf if se == 0 and mean > 0 else (mean / se if se else 0.0)
-        return t, t_critical(len(shifts) - 1)
+        p = stats.signed_rank(shifts, "greater") if len(shifts) >= 2 else 1.0
+        return stats.Shift(self.median_slowdown, self.median_slowdown, self.median_slowdown, p,
+                           len(shifts), len(shifts))
 
     @property
     def broad_slowdown(self) -> bool:
-        t, critical = self.significance
-        return self.median_slowdown > 1 + self.threshold and t > critical
+        broad = self.broad
+        return (broad.testable and broad.p < self.alpha / 2
+                and self.median_slowdown > 1 + self.threshold)
 
     @property
     def failed(self) -> bool:
@@ -223,7 +182,8 @@ def select_figures(figs: List[Figure], where: Dict[str, str]) -> List[Figure]:
 
 
 def compare(a: List[Figure], b: List[Figure], threshold: float = DEFAULT_THRESHOLD,
-            ignore: Sequence[str] = (), where: Optional[Dict[str, str]] = None) -> Comparison:
+            ignore: Sequence[str] = (), where: Optional[Dict[str, str]] = None,
+            alpha: float = stats.ALPHA, method: str = "bh") -> Comparison:
     a, b = select_figures(a, where or {}), select_figures(b, where or {})
     names_a = set().union(*(f.params for f in a)) if a else set()
     names_b = set().union(*(f.params for f in b)) if b else set()
@@ -248,18 +208,41 @@ def compare(a: List[Figure], b: List[Figure], threshold: float = DEFAULT_THRESHO
             ambiguous += len(fa) + len(fb)
     only_a = [f for k, fs in index_a.items() if k not in index_b for f in fs]
     only_b = [f for k, fs in index_b.items() if k not in index_a for f in fs]
-    _, noise = judge(matches)
-    return Comparison(matches, only_a, only_b, ambiguous, keys, threshold, noise)
+    judge(matches, alpha / 2, method)
+    return Comparison(matches, only_a, only_b, ambiguous, keys, threshold, alpha, method)
 
 
-def _paired(cmp: Comparison) -> str:
-    shifts = cmp.paired_shifts()
-    if len(shifts) < 2:
-        return "fewer than 2 (the threshold alone decides)"
-    t, critical = cmp.significance
-    return (f"median slowdown per repeat {', '.join(f'{math.exp(x):.3f}' for x in shifts)}; "
-            f"t = {t:.2f} vs {critical:.2f} (99 %): "
-            f"{'beyond' if t > critical else 'within'} the noise")
+def _broad(cmp: Comparison) -> str:
+    broad = cmp.broad
+    if not broad.testable:
+        return (f"{broad.n_a} pass(es) paired by repeat number, too few for the test of the "
+                "whole campaign")
+    shifts = ", ".join(f"{math.exp(x):.3f}" for x in cmp.paired_shifts())
+    return (f"median slowdown per paired pass {shifts}; signed-rank p = {broad.p:.2g} "
+            f"({'significant' if broad.p < cmp.alpha / 2 else 'not significant'} at "
+            f"{cmp.alpha / 2:g}, one-sided)")
+
+
+def _value(samples: List[float], lower_is_better: bool) -> str:
+    c = stats.describe(samples, rate=not lower_is_better)
+    if not c.has_interval:
+        return f"{c.median:.5g} (n={c.n})"
+    return f"{c.median:.5g} [{c.low:.5g}, {c.high:.5g}] (n={c.n})"
+
+
+def _few(cmp: Comparison) -> str:
+    """A note when the repeats are too few for one figure alone to be called among many: the
+    smallest two-sided p of a rank test of n vs m samples is 2 / C(n + m, n)."""
+    tested = [m for m in cmp.matches if m.measure().testable]
+    if not tested:
+        return ""
+    n = min(min(len(m.a.samples), len(m.b.samples)) for m in tested)
+    floor = 2 / math.comb(2 * n, n)
+    if floor <= cmp.alpha / len(tested):
+        return ""
+    return (f"- with {n} repeats a side, a rank test cannot reach p < {floor:.2g}: among "
+            f"{len(tested)} figures a change at a single one cannot be called, only a shift "
+            "across many figures (repeat more, or compare fewer figures with --where)")
 
 
 def comparison_markdown(cmp: Comparison, name_a: str, name_b: str, limit: int = 200) -> str:
@@ -270,30 +253,40 @@ def comparison_markdown(cmp: Comparison, name_a: str, name_b: str, limit: int = 
              f"- matched figures: {len(cmp.matches)}; only in A: {len(cmp.only_a)}; only in B: "
              f"{len(cmp.only_b)}; ambiguous (several points per key; use --where/--ignore): "
              f"{cmp.ambiguous}",
-             f"- threshold: {cmp.threshold:.0%}; slowdown B/A: median "
-             f"{cmp.median_slowdown:.3f}{' (broad slowdown)' if cmp.broad_slowdown else ''}, "
-             f"geometric mean {cmp.geomean_slowdown:.3f}; noise (robust sd of log ratios) "
-             f"{cmp.noise:.3f}",
-             f"- paired repeats: {_paired(cmp)}",
-             f"- regressions: {len(cmp.regressions)}; slower: {cmp.count('slower')}; faster: "
-             f"{cmp.count('faster')}; improvements: {cmp.count('improvement')}",
-             f"- verdict: **{'FAIL' if cmp.failed else 'PASS'}**", "",
-             "Slowdown > 1: B is worse (longer time or lower bandwidth); spread: B's extreme "
-             "repeats over A's. slower/faster: beyond the threshold. regression/improvement: "
-             "also beyond the noise (even B's best repeat is worse than A's worst by more than "
-             f"the threshold, and the point stands out from the other points by more than "
-             f"{OUTLIER:g} robust sd). Fails on a regression, or on a median slowdown beyond the "
-             "threshold and beyond the noise of the paired repeats.", ""]
-    rank = {"regression": 0, "slower": 1, "improvement": 2, "faster": 3, "same": 4}
-    ordered = sorted(cmp.matches, key=lambda m: (rank[m.verdict], -abs(math.log(
+             f"- threshold: {cmp.threshold:.0%}; alpha: {cmp.alpha:g} (half for the figures, "
+             f"{'Benjamini-Hochberg' if cmp.method == 'bh' else 'Holm'} over "
+             f"{sum(m.measure().testable for m in cmp.matches)} tested figures; half for the "
+             "campaign as a whole)",
+             f"- campaign as a whole: median slowdown B vs A over the figures "
+             f"{cmp.median_slowdown:.3f}{' (broad slowdown)' if cmp.broad_slowdown else ''}; "
+             f"{_broad(cmp)}",
+             f"- regressions: {len(cmp.regressions)}; improvements: {cmp.count(IMPROVEMENT)}; "
+             f"same: {cmp.count(SAME)}; untested: {cmp.count(UNTESTED)}",
+             f"- verdict: **{'FAIL' if cmp.failed else 'PASS'}**"]
+    few = _few(cmp)
+    lines += ([few] if few else []) + [""]
+    lines += ["How to read: A and B are medians over the repeats with their distribution-free 95 % "
+              "interval (none below 6 repeats) and n; slowdown > 1 means B is worse (longer time "
+              "or lower bandwidth), with its bootstrap 95 % interval; p is the Mann-Whitney U "
+              f"p-value after correction. Verdicts: {stats.rule_text(cmp.threshold, cmp.alpha / 2, cmp.method)}"
+              " (regression/improvement); untested: beyond the threshold with a single value on a "
+              "side; same: otherwise. The comparison fails on any regression, or on a broad "
+              "slowdown (the campaign's passes slower as a whole, see above).", ""]
+    rank = {REGRESSION: 0, UNTESTED: 1, IMPROVEMENT: 2, SAME: 3}
+    ordered = sorted(cmp.matches, key=lambda m: (rank[m.verdict], m.p_adjusted, -abs(math.log(
         m.slowdown)) if 0 < m.slowdown < math.inf else 0, m.a.describe(label_keys)))
-    rows = [[m.a.describe(label_keys), m.a.metric, f"{m.a.center:.5g}", f"{m.b.center:.5g}",
-             f"{m.ratio:.3f}", f"{m.spread[0]:.3f}..{m.spread[1]:.3f}", f"{m.slowdown:.3f}",
-             f"{len(m.a.samples)}/{len(m.b.samples)}", m.verdict] for m in ordered[:limit]]
+    rows = []
+    for m in ordered[:limit]:
+        s = m.measure()
+        rows.append([m.a.describe(label_keys), m.a.metric,
+                     _value(m.a.samples, m.a.lower_is_better),
+                     _value(m.b.samples, m.b.lower_is_better),
+                     f"{s.ratio:.3f} [{s.low:.3f}, {s.high:.3f}]" if s.testable else f"{s.ratio:.3f}",
+                     f"{m.p_adjusted:.2g}" if s.testable else "–", m.verdict])
     if len(ordered) > limit:
         rows.append([f"... {len(ordered) - limit} more (all within the shown verdicts' order)"])
-    lines += table(["point", "metric", "A", "B", "B/A", "spread", "slowdown", "n A/B", "verdict"],
-                   rows, align="llrrrlrll")
+    lines += table(["point", "metric", "A", "B", "slowdown", "p (corrected)", "verdict"],
+                   rows, align="llrrrrl")
     return "\n".join(lines) + "\n"
 
 
@@ -321,7 +314,7 @@ class Reference:
 @dataclass
 class Check:
     reference: Reference
-    measured: Optional[float]       # trimmed mean; None: not measured
+    measured: Optional[float]       # the median over the repeats; None: not measured
     n: int = 0
 
     @property
@@ -396,7 +389,7 @@ def write_references(figs: List[Figure], machine: str, tolerance: float,
         entries.append({"match": {k: items[k] for k in names if k in items and k not in ignore},
                         "metric": f.metric, "value": float(f"{f.center:.5g}"),
                         "lower": -tolerance, "upper": tolerance})
-    header = ("# Reference values (commstack compare --reference): a measured trimmed mean must "
+    header = ("# Reference values (commstack compare --reference): a measured median must "
               "lie in\n# value*(1+lower) .. value*(1+upper); null bounds are open.\n"
               + (f"# Written by `commstack compare --write-reference` from {source}.\n"
                  if source else ""))

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from commstack.aggregate import metric_of, trimmed_mean
+from commstack import stats
+from commstack.aggregate import metric_of
 from commstack.benchmarks import registry
 from commstack.errors import CampaignError
 from commstack.store.campaign import Campaign
@@ -48,7 +49,8 @@ class Figure:
 
     @property
     def center(self) -> float:
-        return trimmed_mean(self.samples)
+        """The median over the repeats (of a rate: the rate of the median time)."""
+        return stats.median(self.samples, rate=not self.lower_is_better)
 
     def describe(self, names: Optional[Sequence[str]] = None) -> str:
         items = {**self.row, **self.params}

@@ -1,6 +1,7 @@
 """Compare campaign B with campaign A, or a campaign with reference values; exit 1 on regression.
 
-  commstack compare A B [--threshold 0.1] [--ignore P] [--where K=V] [--out cmp.md]
+  commstack compare A B [--threshold 0.05] [--alpha 0.05] [--correction bh|holm] [--ignore P]
+                        [--where K=V] [--out cmp.md]
   commstack compare B --reference references/<machine>.yaml
   commstack compare A --write-reference references/<machine>.yaml [--tolerance 0.1]
 
@@ -27,7 +28,13 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tolerance", type=float, default=0.10,
                    help="relative bounds for --write-reference (default 0.10)")
     p.add_argument("--threshold", type=float, default=None,
-                   help="relative slowdown that counts as a regression (default 0.10)")
+                   help="practical threshold: the least relative slowdown that can count as a "
+                        "regression (default 0.05)")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="significance of the corrected rank tests (default 0.05)")
+    p.add_argument("--correction", choices=("bh", "holm"), default="bh",
+                   help="multiple-comparison correction over the matched figures: "
+                        "Benjamini-Hochberg (default) or Holm")
     p.add_argument("--ignore", action="append", default=[], metavar="PARAM",
                    help="parameter not used to match points (repeatable)")
     p.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
@@ -82,7 +89,7 @@ def execute(args: argparse.Namespace) -> int:
         threshold = cmp.DEFAULT_THRESHOLD if args.threshold is None else args.threshold
         result = cmp.compare(load_figures(args.a, args.metric),
                              load_figures(args.b, args.metric), threshold,
-                             args.ignore, where)
+                             args.ignore, where, args.alpha, args.correction)
         if not result.matches:
             raise CampaignError(
                 f"no figure of {args.b} matches one of {args.a} on {', '.join(result.keys)} "

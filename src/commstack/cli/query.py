@@ -8,12 +8,13 @@ Paths are campaigns or folders holding them (searched below). Each campaign's Pa
 which needs pyarrow (extra `index`); --sql runs DuckDB (extra `query`) over a view `rows` of every
 index.
 
---best-per-size: per machine and result row (process count, message size), each setting's trimmed
-mean over its repeats (one min and one max dropped) with the range of the repeats, as summary.csv
-has them. A setting is called best only when it beats every other beyond noise (half the larger
-min-max range of the two: the tuner's rule); otherwise the row says which settings are within
-noise of it. Oversubscribed runs and IMB sub-runs are compared only among themselves, and marked
-(⚠ov, ⚠sub). A setting is the point's parameters that differ between the machine's points.
+--best-per-size: per machine and result row (process count, message size), each setting's median
+over its repeats with its 95 % interval, as summary.csv has them. The setting with the best median
+is called best only when it beats every other by :mod:`commstack.stats` (a Mann-Whitney U test of
+the repeats, every comparison of the query corrected together, and the practical threshold);
+otherwise the row says which settings it cannot be told apart from. Oversubscribed runs and IMB
+sub-runs are compared only among themselves, and marked (⚠ov, ⚠sub). A setting is the point's
+parameters that differ between the machine's points.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from commstack.aggregate import print_quantum, trimmed_mean
+from commstack import stats
+from commstack.aggregate import print_quantum
 from commstack.benchmarks import registry
 from commstack.cli.common import campaigns_under
 from commstack.errors import CampaignError
@@ -35,12 +37,10 @@ from commstack.markdown_table import table
 from commstack.optional import require
 from commstack.report.numbers import Resolution, cell
 from commstack.store import tidy_index
-from commstack.tune.decide import Stats, beats
 
-NOISE = "range"  # the reports' and the tuner's default rule
 BEST_COLUMNS = ["machine", "benchmark", "test", "np", "bytes", "mode", "metric", "unit", "marks", "verdict",
-                "setting", "campaign", "point_id", "n", "trimmed_mean", "min", "max",
-                "within_noise", "runner_up", "runner_up_trimmed_mean", "settings"]
+                "setting", "campaign", "point_id", "n", "median", "ci_low", "ci_high",
+                "not_told_apart", "runner_up", "runner_up_median", "settings"]
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -48,7 +48,7 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="campaigns (results/<machine>/<campaign>) or folders holding them")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--best-per-size", action="store_true",
-                      help="the best setting per machine and message size, noise-aware")
+                      help="the best setting per machine and message size, by corrected rank tests")
     what.add_argument("--sql", metavar="QUERY",
                       help="a DuckDB query over the view `rows` (the index's columns)")
     p.add_argument("--benchmark", help="with --best-per-size: the matrix benchmark (imb-mpi1, osu, ...)")
@@ -117,10 +117,13 @@ class Candidate:
     def marks(self) -> str:
         return " ".join(m for m, on in (("⚠ov", self.oversubscribed), ("⚠sub", self.subrun)) if on)
 
-    def stats(self) -> Stats:
-        """Trimmed mean and range; negated when higher is better, so lower always wins."""
-        sign = 1.0 if self.row["lower_is_better"] else -1.0
-        return Stats.of([sign * v for v in self.samples])
+    def center(self) -> stats.Center:
+        return stats.describe(self.samples, rate=not self.row["lower_is_better"])
+
+    def rank(self) -> float:
+        """The median, negated when higher is better: lower always ranks first."""
+        value = self.center().median
+        return value if self.row["lower_is_better"] else -value
 
 
 def best_per_size(rows: List[Dict[str, Any]], benchmark: str, test: Optional[str]
@@ -157,7 +160,7 @@ def best_per_size(rows: List[Dict[str, Any]], benchmark: str, test: Optional[str
     for cand in candidates.values():
         groups.setdefault((cand.machine, cand.row["metric"], *_row(cand.row), cand.marks),
                           []).append(cand)
-    out = [_decide(group, labels, name) for group in groups.values()]
+    out = _decide_all(list(groups.values()), labels, name)
     return sorted(out, key=lambda r: (r["machine"], r["marks"] != "", r["marks"], r["test"] or "",
                                       r["np"] or 0, r["bytes"] if r["bytes"] is not None else -1,
                                       r["metric"]))
@@ -185,35 +188,48 @@ def _setting_labels(candidates: List[Candidate]) -> Dict[Tuple[str, str, str], s
     return labels
 
 
-def _decide(group: List[Candidate], labels: Dict[Tuple[str, str, str], str], benchmark: str
-            ) -> Dict[str, Any]:
-    stats = {id(c): c.stats() for c in group}
-    ordered = sorted(group, key=lambda c: (stats[id(c)].value, labels[(c.machine, c.campaign, c.point_id)]))
+def _decide_all(groups: List[List[Candidate]], labels: Dict[Tuple[str, str, str], str],
+                benchmark: str) -> List[Dict[str, Any]]:
+    """Per group the setting with the best median, tested against every other of its group; all
+    the query's tests corrected together."""
+    ordered = [sorted(g, key=lambda c: (c.rank(), labels[(c.machine, c.campaign, c.point_id)]))
+               for g in groups]
+    shifts = [stats.shift(g[0].samples, other.samples, bool(g[0].row["lower_is_better"]),
+                          interval=False) for g in ordered for other in g[1:]]
+    calls = iter(stats.verdicts(shifts))
+    return [_best(g, [next(calls) for _ in g[1:]], labels, benchmark) for g in ordered]
+
+
+def _best(ordered: List[Candidate], calls: List[str], labels: Dict[Tuple[str, str, str], str],
+          benchmark: str) -> Dict[str, Any]:
     best, others = ordered[0], ordered[1:]
-    within = [c for c in others if not beats(stats[id(best)], stats[id(c)], NOISE)]
+    apart = [c for c, call in zip(others, calls) if call != stats.WORSE]
     label = labels[(best.machine, best.campaign, best.point_id)]
     if not others:
         verdict = "only setting measured"
-    elif within:
-        verdict = f"no win: {len(within)} of {len(others)} other setting(s) within noise"
+    elif apart:
+        verdict = (f"no win: {len(apart)} of {len(others)} other setting(s) not told apart "
+                   "(corrected rank test, threshold)")
     else:
-        verdict = f"best, beyond noise of all {len(others)} other(s)"
+        verdict = f"best, significantly better than all {len(others)} other(s)"
     runner = others[0] if others else None
+    center = best.center()
+    runner_center = runner.center() if runner else None
     return {
         "machine": best.machine, "benchmark": benchmark, "test": best.row["test"],
         "np": best.row["np"], "bytes": best.row["bytes"], "mode": best.row["mode"],
         "metric": best.row["metric"],
         "unit": best.row["unit"], "marks": best.marks, "verdict": verdict, "setting": label,
         "campaign": best.campaign, "point_id": best.point_id, "n": len(best.samples),
-        "trimmed_mean": trimmed_mean(best.samples), "min": min(best.samples),
-        "max": max(best.samples),
-        "within_noise": "; ".join(labels[(c.machine, c.campaign, c.point_id)] for c in within),
+        "median": center.median, "ci_low": center.low, "ci_high": center.high,
+        "min": min(best.samples), "max": max(best.samples),
+        "not_told_apart": "; ".join(labels[(c.machine, c.campaign, c.point_id)] for c in apart),
         "runner_up": labels[(runner.machine, runner.campaign, runner.point_id)] if runner else None,
-        "runner_up_trimmed_mean": trimmed_mean(runner.samples) if runner else None,
-        "runner_up_min": min(runner.samples) if runner else None,
-        "runner_up_max": max(runner.samples) if runner else None,
+        "runner_up_median": runner_center.median if runner_center else None,
+        "runner_up_ci_low": runner_center.low if runner_center else None,
+        "runner_up_ci_high": runner_center.high if runner_center else None,
         "runner_up_n": len(runner.samples) if runner else None,
-        "settings": len(group), "repeats": max(len(c.samples) for c in group),
+        "settings": len(ordered), "repeats": max(len(c.samples) for c in ordered),
     }
 
 
@@ -222,14 +238,14 @@ def best_markdown(found: List[Dict[str, Any]]) -> Tuple[List[str], List[List[Any
     for r in found:
         by_metric.setdefault(r["metric"], []).extend([r["min"], r["max"]])
     res = {m: Resolution.of(print_quantum(v), v) for m, v in by_metric.items()}
-    headers = ["machine", "test", "np", "bytes", "metric", "best setting", "value [range]",
-               "verdict", "runner-up", "runner-up value [range]"]
+    headers = ["machine", "test", "np", "bytes", "metric", "best setting", "median [95 % CI] (n)",
+               "verdict", "runner-up", "runner-up median [95 % CI] (n)"]
     rows = []
     for r in found:
         fmt = res[r["metric"]]
-        value = cell(r["trimmed_mean"], r["min"], r["max"], r["n"], fmt, r["repeats"],
+        value = cell(r["median"], r["ci_low"], r["ci_high"], r["n"], fmt, r["repeats"],
                      [r["marks"]] if r["marks"] else [])
-        runner = (cell(r["runner_up_trimmed_mean"], r["runner_up_min"], r["runner_up_max"],
+        runner = (cell(r["runner_up_median"], r["runner_up_ci_low"], r["runner_up_ci_high"],
                        r["runner_up_n"], fmt, r["repeats"]) if r["runner_up"] else None)
         rows.append([r["machine"], r["test"], r["np"], r["bytes"],
                      f"{registry.label(r['metric'])}", r["setting"], value, r["verdict"],

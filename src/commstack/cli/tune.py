@@ -83,12 +83,12 @@ def execute(args: argparse.Namespace) -> int:
     bench = registry.get(plan.base["benchmark"])
     failed = 0
     for res in results:
-        summary = export.write_case_files(res, bench, names, res.defaults or plan.defaults,
-                                          plan.decision.noise)
-        slower = summary["verify"]["slower_beyond_noise"]
+        summary = export.write_case_files(res, bench)
+        slower = summary["verify"]["slower"] if not res.kept_default else []
         failed += bool(slower)
         print(f"{res.directory}/tuned: " + ", ".join(f"{k}={v}" for k, v in res.settings.items())
-              + (f"  (slower than default beyond noise at {slower} bytes!)" if slower else ""))
+              + f"  ({summary['outcome']})"
+              + (f"  (slower than default at {slower} bytes!)" if slower else ""))
     rows = export.decisions_table(results, names)
     nps = (machine.node or {}).get("nps") if machine else None
     if nps is not None:  # a machine fact (BIOS), the same for every case of this run

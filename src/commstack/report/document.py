@@ -1,7 +1,7 @@
 """report.md for one campaign: what ran, what failed, tables and plots of the aggregates, and the
 sections of the studies that apply (:mod:`commstack.report.studies`).
 
-Every table cell: trimmed mean [min–max over the repeats] at the benchmark's printed resolution
+Every table cell: median [its 95 % interval] (repeats) at the benchmark's printed resolution
 (:mod:`~commstack.report.tables`); oversubscribed runs and IMB sub-runs in tables of their own,
 every cell marked. Order: overview, layouts of published tables, the tables and plots per
 benchmark, the other studies, the runs that did not succeed.
@@ -15,6 +15,7 @@ from typing import List, Optional, Sequence, Set
 
 import pandas as pd
 
+from commstack import stats
 from commstack.aggregate import summary_frame
 from commstack.errors import CampaignError
 from commstack.markdown_table import table
@@ -187,8 +188,8 @@ def _generic_sections(found: List[Section], cores: Optional[int]) -> List[str]:
             lines += [f"![{section.title}]({_png(section)})", ""]
             if len(section.mean.columns) > MAX_LINES:
                 lines += [f"The plot draws {MAX_LINES} or fewer of the {len(section.mean.columns)}"
-                          " settings (the best by the geometric mean over the message sizes of "
-                          "the ratio to the best at each size, and the defaults); the heat map "
+                          " settings (the best by the median over the message sizes of the ratio "
+                          "to the best at each size, and the defaults); the heat map "
                           "below it and the table show every one.", ""]
         lines.append(to_markdown(section))
     return lines
@@ -197,12 +198,20 @@ def _generic_sections(found: List[Section], cores: Optional[int]) -> List[str]:
 def _legend(found: List[Section], cores: Optional[int]) -> List[str]:
     repeats = max(s.repeats for s in found)
     lines = ["", "## How to read the tables", "",
-             f"Each cell: the trimmed mean over the repeats (one min and one max dropped; up to "
-             f"{repeats} repeats) and, in brackets, the range [min–max] of the repeats; `n=k` "
-             "where only k repeats succeeded. Numbers are printed at the resolution the "
-             "benchmark printed (each caption says which). Plots: the line is the trimmed mean, "
-             "the band the range. A difference whose ranges overlap is within the noise of "
-             "these runs, not a finding."]
+             f"Each cell: `median [low–high] (n)`: the median over the n repeats that succeeded "
+             f"(up to {repeats}), and in brackets its distribution-free 95 % confidence interval "
+             "(order statistics of the repeats; no normality assumed). Below 6 repeats no such "
+             "interval exists and none is shown: such a median is a single estimate, not a "
+             "finding. The min–max range of the repeats is in `summary.csv`. Numbers are printed "
+             "at the resolution the benchmark printed (each caption says which). Plots: the line "
+             "is the median, the band its 95 % interval.",
+             "",
+             "What a difference means: two cells whose intervals overlap may well be the same; "
+             "and intervals that do not overlap are still one comparison among the many a table "
+             "invites. This report names no winner: whether B is faster than A is said only by "
+             "`commstack compare` (or `tune`), which tests the repeats with a rank test corrected "
+             f"for every comparison made at once and a practical threshold of "
+             f"{stats.THRESHOLD:.0%}."]
     markers = sorted({m for s in found for m in s.condition.markers()})
     if markers:
         lines += ["", "Markers (such cells are in tables of their own, after the clean ones):"]
@@ -215,7 +224,7 @@ def _legend(found: List[Section], cores: Optional[int]) -> List[str]:
 
 
 def _caption(section: Section, cores: Optional[int]) -> str:
-    text = (f"{units(section.metric)}: trimmed mean [min–max] over the repeats, at "
+    text = (f"{units(section.metric)}: median [95 % interval] (repeats), at "
             f"{section.resolution.describe()}.")
     if not section.condition.clean:
         cells = " ".join(f"`{m}`" for m in section.condition.markers())
@@ -273,6 +282,15 @@ def _problems(records: List[Record]) -> List[str]:
     if flagged:
         lines += ["", "## UCX variables UCX did not recognise", ""]
         lines += [f"- point {pid}: `{name}`" for pid, name in flagged]
+    served = _components_served(records)
+    if served:
+        lines += ["", "## Components used (the MPI's own evidence)", "",
+                  "Runs that asked for a collective component, and what the MPI's own output "
+                  "(`components_used` of each record: Open MPI's coll_ucc_verbose=3 lines) says "
+                  "served their collectives: calls per collective summed over the point's "
+                  "successful repeats, and the calls that fell back to the component below.", ""]
+        lines += table(["point", "repeats", "asked", "served by the component (calls)",
+                        "fell back (calls)", "parameters"], served)
     unused = _components_not_used(records)
     if unused:
         lines += ["", "## Components asked for but not used", "",
@@ -286,6 +304,31 @@ def _problems(records: List[Record]) -> List[str]:
         lines += ["", "## UCX variables set but not confirmed", ""]
         lines += [f"- `{name}`: {why}" for name, why in unchecked]
     return lines
+
+
+def _components_served(records: List[Record]) -> List[List[object]]:
+    """One row per point whose records name calls a component asked for served."""
+    rows: dict = {}
+    for r in records:
+        used = r.components_used or {}
+        if not r.ok or not used.get("asked") or not used.get("source"):
+            continue
+        row = rows.setdefault(r.point_id, {"repeats": [], "asked": used["asked"], "calls": {},
+                                           "fallbacks": {}, "params": r.params})
+        row["repeats"].append(r.repeat)
+        for coll, by in (used.get("calls") or {}).items():
+            for component, n in by.items():
+                key = f"{coll}: {component}"
+                row["calls"][key] = row["calls"].get(key, 0) + int(n)
+        for coll, n in (used.get("fallbacks") or {}).items():
+            row["fallbacks"][coll] = row["fallbacks"].get(coll, 0) + int(n)
+    out = []
+    for pid, row in rows.items():
+        out.append([pid, " ".join(map(str, sorted(row["repeats"]))), ", ".join(row["asked"]),
+                    ", ".join(f"{k} {n}" for k, n in sorted(row["calls"].items())) or "none",
+                    ", ".join(f"{k} {n}" for k, n in sorted(row["fallbacks"].items())) or "none",
+                    " ".join(f"{k}={v}" for k, v in row["params"].items() if k != "benchmarks")])
+    return out
 
 
 def _components_not_used(records: List[Record]) -> List[List[object]]:

@@ -103,15 +103,16 @@ def plain(value: float, significant: int = 6) -> str:
     return text
 
 
-def cell(mean: Optional[float], low: Optional[float], high: Optional[float], n: Optional[int],
-         res: Resolution, repeats: int, markers: Sequence[str] = ()) -> str:
-    """``0.42 [0.38–0.48]``: the trimmed mean and the range over the repeats; `` n=3`` when fewer
-    repeats than ``repeats`` succeeded; markers (``⚠ov``) after."""
-    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+def cell(center: Optional[float], low: Optional[float], high: Optional[float], n: Optional[int],
+         res: Resolution, repeats: int = 0, markers: Sequence[str] = ()) -> str:
+    """``0.42 [0.38–0.48] (7)``: the median, its 95 % interval (absent below six repeats: no
+    distribution-free interval exists there) and the count of repeats; markers (``⚠ov``) after.
+    ``repeats`` is kept for callers that pass it; every cell now shows its count."""
+    if center is None or (isinstance(center, float) and math.isnan(center)):
         return "–"
-    text = res.format(mean)
-    if n is not None and n > 1:
+    text = res.format(center)
+    if low is not None and high is not None and not (isinstance(low, float) and math.isnan(low)):
         text += f" [{res.format(low)}–{res.format(high)}]"
-    if n is not None and n != repeats:
-        text += f" n={int(n)}"
+    if n is not None:
+        text += f" ({int(n)})"
     return " ".join([text, *markers])

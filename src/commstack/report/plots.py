@@ -1,9 +1,9 @@
 """Time (or bandwidth) vs message size, log axes, one line per parameter value: the line is the
-trimmed mean over the repeats, the band around it their range (min..max). Tables of unclean runs
+median over the repeats, the band around it its 95 % interval (none below six repeats). Tables of unclean runs
 (oversubscribed, IMB sub-runs) are drawn dashed, with the condition in the title.
 
 A plot never has more than :data:`MAX_LINES` lines: with more settings it draws the best few
-(by the geometric mean over the message sizes of each one's ratio to the best at that size) and
+(by the median over the message sizes of each one's ratio to the best at that size) and
 the defaults, and below them a heat map of every setting per message size.
 
 Tick labels are plain numbers (``0.6``, ``2``, ``1K`` bytes), never ``6×10⁻¹``."""
@@ -106,8 +106,9 @@ def is_default_label(label: object) -> bool:
 
 
 def choose(section: Section) -> Choice:
-    """All settings when they are few; else the best :data:`BEST` by the geometric mean over
-    the message sizes of the ratio to the best setting at each size, and the defaults."""
+    """All settings when they are few; else the best :data:`BEST` by the median over the
+    message sizes of the ratio to the best setting at each size, and the defaults. (Which lines
+    to draw, not a verdict: no setting is called better here.)"""
     mean = section.mean[section.mean.index > 0] if section.mean.index.name == "bytes" \
         else section.mean
     columns = list(mean.columns)
@@ -115,7 +116,7 @@ def choose(section: Section) -> Choice:
     values = mean.where(mean > 0)
     best = values.min(axis=1) if lower else values.max(axis=1)
     ratio = (values.div(best, axis=0) if lower else values.rdiv(best, axis=0))
-    score = np.log(ratio).mean(axis=0).fillna(np.inf)
+    score = ratio.median(axis=0).fillna(np.inf)
     ranked = sorted(columns, key=lambda c: (score[c], str(c)))
     if len(columns) <= MAX_LINES:
         return Choice(columns, [c for c in columns if is_default_label(c)], ranked, None)
@@ -163,7 +164,7 @@ def plot_section(section: Section, path: Path) -> Path:
         lo, hi = low[column].loc[series.index], high[column].loc[series.index]
         ax.fill_between(series.index, lo.values, hi.values, color=line.get_color(),
                         alpha=BAND_ALPHA, linewidth=0)
-        shown += list(lo.values) + list(hi.values)
+        shown += list(series.values) + [v for v in (*lo.values, *hi.values) if v == v]
     plain_log_axes(ax, shown)
     ax.set_xlabel("message size [bytes; K = 1024]")
     ax.set_ylabel(units(section.metric))
@@ -171,8 +172,8 @@ def plot_section(section: Section, path: Path) -> Path:
     which = ""
     if heat:
         which = (f"\n{len(choice.shown)} of {len(choice.ranked)} settings: the best by the "
-                 "geometric mean over the sizes, and the defaults")
-    ax.set_title(f"{title}\nline: trimmed mean; band: min–max over up to {section.repeats} "
+                 "median over the sizes, and the defaults")
+    ax.set_title(f"{title}\nline: median; band: its 95 % interval over up to {section.repeats} "
                  f"repeats{which}", fontsize=9, color="tab:red" if dashed else "black")
     if heat:
         ax.legend(fontsize=7, title=names or None, title_fontsize=7, loc="upper left",
@@ -207,7 +208,7 @@ def _heat_map(ax, choice: Choice, section: Section) -> None:
         ticks = list(range(0, rows, max(1, rows // 12)))
         ax.set_yticks(ticks)
         ax.set_yticklabels([f"#{t + 1}" for t in ticks], fontsize=7)
-        ax.set_ylabel("settings ranked by the geometric mean\nover the sizes (#1: the best)", fontsize=7)
+        ax.set_ylabel("settings ranked by the median ratio\nover the sizes (#1: the best)", fontsize=7)
     ax.yaxis.set_label_position("right")
     ax.yaxis.tick_right()
     worse = "slower" if registry.lower_is_better(section.metric) else "lower"

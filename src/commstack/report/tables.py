@@ -1,5 +1,5 @@
-"""Pivot aggregated results into tables: message size x parameter value, every cell the trimmed
-mean with its range over the repeats.
+"""Pivot aggregated results into tables: message size x parameter value, every cell the median
+with its 95 % interval over the repeats and their count (:mod:`commstack.stats`).
 
 Rows that are not clean runs never share a table with clean ones: rows of oversubscribed jobs
 (more processes than cores) and IMB's sub-runs (a smaller process count measured inside a larger
@@ -67,9 +67,9 @@ class Section:
     title: str
     slug: str
     metric: str
-    mean: pd.DataFrame  # index: bytes (or configuration), columns: parameter labels
-    low: pd.DataFrame   # min over the repeats, same shape
-    high: pd.DataFrame  # max over the repeats
+    mean: pd.DataFrame  # the median; index: bytes (or configuration), columns: parameter labels
+    low: pd.DataFrame   # the 95 % interval of the median, same shape (NaN below six repeats)
+    high: pd.DataFrame
     n: pd.DataFrame     # repeats that succeeded
     resolution: Resolution
     repeats: int        # the most repeats any row of the campaign has
@@ -150,7 +150,7 @@ def sections(summary: pd.DataFrame) -> List[Section]:
 
 
 def _pivot(part: pd.DataFrame) -> List[pd.DataFrame]:
-    columns = ("trimmed_mean", "min", "max", "n")
+    columns = ("median", "ci_low", "ci_high", "n")
     if "bytes" in part.columns and part["bytes"].notna().any():
         rows = part[part["bytes"].notna()]
         wide = (rows.assign(bytes=rows["bytes"].astype(int))
@@ -185,7 +185,8 @@ def _slug(key: str, value: object) -> str:
 
 
 def to_markdown(section: Section) -> str:
-    """A GitHub-flavoured Markdown table; every cell ``mean [min–max]`` (see :func:`cell`)."""
+    """A GitHub-flavoured Markdown table; every cell ``median [95 % interval] (n)`` (see
+    :func:`cell`)."""
     frame = section.mean
     header = [frame.index.name or ""] + [str(c) for c in frame.columns]
     mean, low, high, n = (f.reindex(index=frame.index, columns=frame.columns).to_numpy(
@@ -193,7 +194,6 @@ def to_markdown(section: Section) -> str:
     fmt = section.resolution.format_many
     texts = [fmt(a) for a in (mean, low, high)]
     markers = " ".join(section.condition.markers())
-    repeats = section.repeats
     rows = []
     for i, idx in enumerate(frame.index):
         row = [str(idx)]
@@ -203,10 +203,10 @@ def to_markdown(section: Section) -> str:
                 continue
             text = texts[0][i][j]
             k = n[i, j]
-            if k == k and k > 1:
+            if low[i, j] == low[i, j]:
                 text += f" [{texts[1][i][j]}–{texts[2][i][j]}]"
-            if k == k and k != repeats:
-                text += f" n={int(k)}"
+            if k == k:
+                text += f" ({int(k)})"
             row.append(f"{text} {markers}" if markers else text)
         rows.append(row)
     return "\n".join(table(header, rows, align="l" + "r" * len(frame.columns)))

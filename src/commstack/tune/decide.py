@@ -1,36 +1,73 @@
 """The decision rule of a tuning step, as pure functions over measurements.
 
-Per message size, every candidate's repeats are reduced to a trimmed mean (one min and one max
-dropped). A candidate *beats* the incumbent at a size when it is faster by more than the noise:
-by default half the larger spread (max - min) of the two candidates' repeats there, or a fixed
-relative amount. A candidate that is slower than the incumbent beyond noise at any size is out
-(so a tuned setting is never slower than the default beyond noise). Among the others, the score
-is the sum of log speed-ups over the sizes where it wins beyond noise; the best-scoring candidate
-wins the step if its score is positive, otherwise the incumbent (default or previous choice) stays.
-Bands say which candidate is best per run of message sizes, for settings that differ by size.
+Every candidate is compared with the incumbent (the default, or an earlier step's choice) at every
+message size both measured, by :mod:`commstack.stats`: a two-sided Mann-Whitney U test of the
+repeats with the ratio of medians as the effect. All comparisons of a step (candidates x sizes) are
+one family, corrected together (Benjamini-Hochberg by default), so that one lucky size among many
+is not a win. At a size a candidate is
+
+* ``better``: significant after correction AND faster by more than the practical threshold
+  (default 5 %);
+* ``worse``: the same, slower;
+* ``same``: otherwise (including too few repeats to tell).
+
+A candidate that is worse at any size is out (unless ``allow_losses``), so a tuned setting is
+never slower than the default where the tests can tell. Among the others the winner is the one
+better at the most sizes (with ``allow_losses``: better minus worse), ties broken by the median of
+its speed-ups over the sizes (a median, not a sum or mean of ratios: Hoefler & Belli, rule 4); a
+candidate better nowhere never wins, and the incumbent stays. Bands name the best candidate per
+run of message sizes, only where one is better.
 """
 
 from __future__ import annotations
 
-import math
+import statistics
 from dataclasses import dataclass, field
-from typing import Dict, Hashable, List, Optional, Sequence, Tuple
+from typing import Dict, Hashable, List, Optional, Tuple
 
-from commstack.aggregate import trimmed_mean
+from commstack import stats
 
 Size = Optional[int]
-Measurements = Dict[Hashable, Dict[Size, List[float]]]  # candidate -> size -> samples
+Measurements = Dict[Hashable, Dict[Size, List[float]]]  # candidate -> size -> samples (lower is better)
+BETTER, WORSE, SAME = stats.BETTER, stats.WORSE, stats.SAME
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How a step decides: the tests' significance, their correction, the practical threshold."""
+
+    threshold: float = stats.THRESHOLD
+    alpha: float = stats.ALPHA
+    correction: str = "bh"
+    allow_losses: bool = False
+
+    def text(self) -> str:
+        return (stats.rule_text(self.threshold, self.alpha, self.correction)
+                + ("; a loss at some sizes may be paid for by wins elsewhere" if self.allow_losses
+                   else "; a candidate slower at any size is out"))
+
+
+@dataclass(frozen=True)
+class Call:
+    """A candidate against the incumbent at one size."""
+
+    call: str           # better, worse, same
+    ratio: float        # median(candidate) / median(incumbent): < 1 is faster
+    p_adjusted: float
 
 
 @dataclass
-class Stats:
-    value: float  # trimmed mean
-    low: float
-    high: float
+class Score:
+    wins: int = 0
+    losses: int = 0
+    median_speedup: float = 1.0  # median over the sizes of incumbent / candidate (medians)
 
-    @classmethod
-    def of(cls, samples: Sequence[float]) -> "Stats":
-        return cls(trimmed_mean(samples), min(samples), max(samples))
+    @property
+    def eligible(self) -> bool:
+        return self.losses == 0
+
+    def key(self, allow_losses: bool) -> Tuple[int, float]:
+        return (self.wins - self.losses if allow_losses else self.wins, self.median_speedup)
 
 
 @dataclass
@@ -45,67 +82,77 @@ class Band:
 class Outcome:
     winner: Hashable
     incumbent: Hashable
-    scores: Dict[Hashable, float] = field(default_factory=dict)
+    scores: Dict[Hashable, Score] = field(default_factory=dict)
     bands: List[Band] = field(default_factory=list)
+    calls: Dict[Hashable, Dict[Size, Call]] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
         return self.winner != self.incumbent
 
 
-def noise(a: Stats, b: Stats, rule: "str | float") -> float:
-    if rule == "range":
-        return max(a.high - a.low, b.high - b.low) / 2
-    return float(rule) * a.value
+def _size_order(size: Size) -> int:
+    return -1 if size is None else size
 
 
-def beats(candidate: Stats, incumbent: Stats, rule: "str | float", min_gain: float = 0.0) -> bool:
-    """True when the candidate is faster than the incumbent beyond noise (lower is better)."""
-    margin = max(noise(incumbent, candidate, rule), min_gain * incumbent.value)
-    return incumbent.value - candidate.value > margin
+def calls(measurements: Measurements, incumbent: Hashable, rule: Rule = Rule()
+          ) -> Dict[Hashable, Dict[Size, Call]]:
+    """Every other candidate against the incumbent at every size both measured, the tests
+    corrected together as one family."""
+    base = measurements[incumbent]
+    pairs: List[Tuple[Hashable, Size]] = []
+    shifts: List[stats.Shift] = []
+    for cand, sizes in measurements.items():
+        if cand == incumbent:
+            continue
+        for size, samples in sizes.items():
+            ref = base.get(size)
+            if not ref or not samples or stats.median(ref) <= 0 or stats.median(samples) <= 0:
+                continue
+            pairs.append((cand, size))
+            shifts.append(stats.shift(ref, samples, lower_is_better=True, interval=False))
+    tested = [i for i, s in enumerate(shifts) if s.testable]
+    adjusted = dict(zip(tested, stats.adjust([shifts[i].p for i in tested], rule.correction)))
+    out: Dict[Hashable, Dict[Size, Call]] = {c: {} for c in measurements if c != incumbent}
+    for i, (cand, size) in enumerate(pairs):
+        p = adjusted.get(i, 1.0)
+        verdict = stats.call(shifts[i].ratio, p, shifts[i].testable, rule.threshold, rule.alpha)
+        call = {stats.WORSE: WORSE, stats.BETTER: BETTER}.get(verdict, SAME)
+        out[cand][size] = Call(call, shifts[i].ratio, p)
+    return out
 
 
-def decide(measurements: Measurements, incumbent: Hashable, rule: "str | float" = "range",
-           min_gain: float = 0.0, allow_losses: bool = False) -> Outcome:
+def decide(measurements: Measurements, incumbent: Hashable, rule: Rule = Rule()) -> Outcome:
     if incumbent not in measurements:
         raise ValueError(f"the incumbent {incumbent!r} was not measured")
-    stats = {c: {s: Stats.of(v) for s, v in sizes.items() if v}
-             for c, sizes in measurements.items()}
-    base = stats[incumbent]
-    outcome = Outcome(incumbent, incumbent)
-    for cand, sizes in stats.items():
-        score = 0.0
-        for size, st in sizes.items():
-            ref = base.get(size)
-            if ref is None or st.value <= 0 or ref.value <= 0:
-                continue
-            if beats(st, ref, rule, min_gain):
-                score += math.log(ref.value / st.value)
-            elif beats(ref, st, rule, 0.0):
-                if not allow_losses:
-                    score = -math.inf
-                    break
-                score += math.log(ref.value / st.value)
-        outcome.scores[cand] = score
-    best = max(outcome.scores, key=lambda c: (outcome.scores[c], c == incumbent))
-    if outcome.scores[best] > 0:
-        outcome.winner = best
-    outcome.bands = _bands(stats, incumbent, rule, min_gain)
+    found = calls(measurements, incumbent, rule)
+    outcome = Outcome(incumbent, incumbent, calls=found)
+    outcome.scores[incumbent] = Score()
+    for cand, by_size in found.items():
+        ratios = [c.ratio for c in by_size.values() if c.ratio > 0]
+        outcome.scores[cand] = Score(
+            wins=sum(c.call == BETTER for c in by_size.values()),
+            losses=sum(c.call == WORSE for c in by_size.values()),
+            median_speedup=1 / statistics.median(ratios) if ratios else 1.0)
+    contenders = [c for c, s in outcome.scores.items()
+                  if c != incumbent and s.wins and (rule.allow_losses or s.eligible)
+                  and s.key(rule.allow_losses)[0] > 0]
+    if contenders:
+        outcome.winner = max(contenders, key=lambda c: outcome.scores[c].key(rule.allow_losses))
+    outcome.bands = _bands(measurements, found, incumbent)
     return outcome
 
 
-def _bands(stats: Dict[Hashable, Dict[Size, Stats]], incumbent: Hashable, rule: "str | float",
-           min_gain: float) -> List[Band]:
-    sizes = sorted(stats[incumbent], key=lambda s: -1 if s is None else s)
+def _bands(measurements: Measurements, found: Dict[Hashable, Dict[Size, Call]],
+           incumbent: Hashable) -> List[Band]:
     bands: List[Band] = []
-    for size in sizes:
-        ref = stats[incumbent][size]
-        winners = [(st.value, c) for c, by_size in stats.items()
-                   if (st := by_size.get(size)) is not None and beats(st, ref, rule, min_gain)]
+    for size in sorted(measurements[incumbent], key=_size_order):
+        winners = [(c[size].ratio, cand) for cand, c in found.items()
+                   if size in c and c[size].call == BETTER]
         best, gain = incumbent, 0.0
         if winners:
-            value, best = min(winners, key=lambda w: w[0])
-            gain = 1 - value / ref.value
+            ratio, best = min(winners, key=lambda w: w[0])
+            gain = 1 - ratio
         if bands and bands[-1].best == best:
             bands[-1].last = size
             bands[-1].gain = max(bands[-1].gain, gain)
@@ -115,8 +162,7 @@ def _bands(stats: Dict[Hashable, Dict[Size, Stats]], incumbent: Hashable, rule: 
 
 
 def decide_per_group(measurements: Measurements, incumbent: Tuple, axes: List[str], per: str,
-                     rule: "str | float", min_gain: float, allow_losses: bool = False
-                     ) -> Tuple[Outcome, Dict[Hashable, Outcome]]:
+                     rule: Rule = Rule()) -> Tuple[Outcome, Dict[Hashable, Outcome]]:
     """Decide the other axes separately for each value of `per`, then among the group winners.
 
     Candidates are tuples of values in `axes` order."""
@@ -129,7 +175,18 @@ def decide_per_group(measurements: Measurements, incumbent: Tuple, axes: List[st
         local = tuple(value if i == index else incumbent[i] for i in range(len(axes)))
         if local not in members:  # the incumbent's other values were not swept with this one
             local = next(iter(members))
-        per_group[value] = decide(members, local, rule, min_gain, allow_losses)
+        per_group[value] = decide(members, local, rule)
     finalists = {o.winner: measurements[o.winner] for o in per_group.values()}
     finalists.setdefault(incumbent, measurements[incumbent])
-    return decide(finalists, incumbent, rule, min_gain, allow_losses), per_group
+    return decide(finalists, incumbent, rule), per_group
+
+
+def compare_sizes(default: Dict[Size, List[float]], chosen: Dict[Size, List[float]],
+                  rule: Rule = Rule()) -> Dict[str, List[Size]]:
+    """Chosen against default at every size both measured (one family): the sizes where it is
+    faster, slower, or neither by the rule."""
+    found = calls({"default": default, "chosen": chosen}, "default", rule)["chosen"]
+    out: Dict[str, List[Size]] = {BETTER: [], WORSE: [], SAME: []}
+    for size in sorted(found, key=_size_order):
+        out[found[size].call].append(size)
+    return out

@@ -8,12 +8,12 @@ import shlex
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from commstack import stats
 from commstack.benchmarks.registry import Benchmark
 from commstack.markdown_table import table
 from commstack.matrix import parameters as P
 from commstack.store.files import replace
-from commstack.tune import decide as rule
-from commstack.tune.staged import CaseResult, measurements
+from commstack.tune.staged import KEPT_DEFAULT, CaseResult
 
 
 def env_file(settings: Dict[str, Any], benchmark: Benchmark, case: Dict[str, Any]) -> str:
@@ -55,6 +55,7 @@ def decisions_table(results: List[CaseResult], names: List[str]) -> List[Dict[st
     for res in results:
         row: Dict[str, Any] = dict(res.case)
         row.update({n: res.settings.get(n) for n in names})
+        row["outcome"] = outcome_text(res)
         skipped = []
         for step in res.steps:
             for group, choice in (step.get("per_group") or {}).items():
@@ -92,36 +93,9 @@ def _columns(rows: List[Dict[str, Any]]) -> List[str]:
     return columns
 
 
-def verify(result: CaseResult, names: List[str], defaults: Dict[str, Any],
-           noise: "str | float") -> Dict[str, Any]:
-    """Tuned vs default per message size: sizes where tuned is slower beyond noise (should be
-    none), faster beyond noise, or within noise. All runs of the two settings in this case are
-    pooled (the verify sweep, side by side, plus the steps that measured them), so the noise
-    estimate rests on every repeat rather than on the last three."""
-    benchmark = result.case.get("benchmarks")
-    single = benchmark if isinstance(benchmark, str) and " " not in benchmark else None
-    data: Dict[tuple, Dict[Any, List[float]]] = {}
-    for step_dir in sorted(p.parent for p in result.directory.glob("*/matrix.yaml")):
-        for key, sizes in measurements(step_dir, names, single).items():
-            for size, samples in sizes.items():
-                data.setdefault(key, {}).setdefault(size, []).extend(samples)
-    default_key = tuple(defaults[n] for n in names)
-    tuned_key = tuple(result.settings[n] for n in names)
-    slower, faster, same = [], [], []
-    for size, samples in sorted(data.get(default_key, {}).items(), key=lambda kv: kv[0] or -1):
-        tuned_samples = data.get(tuned_key, {}).get(size)
-        if not tuned_samples:
-            continue
-        d, t = rule.Stats.of(samples), rule.Stats.of(tuned_samples)
-        (faster if rule.beats(t, d, noise) else slower if rule.beats(d, t, noise) else same
-         ).append(size)
-    return {"slower_beyond_noise": slower, "faster_beyond_noise": faster, "within_noise": same,
-            "data": {"default": data.get(default_key, {}), "tuned": data.get(tuned_key, {})}}
-
-
 def plot_tuned_vs_default(check: Dict[str, Any], title: str, path: Path) -> Optional[Path]:
-    """Tuned and default per message size: the line is the rule's value (trimmed mean), the band
-    the min–max of every pooled repeat."""
+    """Tuned and default per message size: the line is the median, the band its 95 % interval
+    over every pooled repeat (the median alone where too few repeats give none)."""
     from commstack.optional import require
 
     require("pandas", "report", "Plotting a tuning's result")
@@ -136,14 +110,16 @@ def plot_tuned_vs_default(check: Dict[str, Any], title: str, path: Path) -> Opti
         sizes = sorted(s for s, v in series.items() if s and v)
         if not sizes:
             continue
-        values = [rule.Stats.of(series[s]).value for s in sizes]
-        low, high = [min(series[s]) for s in sizes], [max(series[s]) for s in sizes]
+        centers = [stats.describe(series[s]) for s in sizes]
+        values = [c.median for c in centers]
+        low = [c.low if c.has_interval else c.median for c in centers]
+        high = [c.high if c.has_interval else c.median for c in centers]
         (line,) = ax.plot(sizes, values, marker="o", markersize=3, label=label)
         ax.fill_between(sizes, low, high, color=line.get_color(), alpha=BAND_ALPHA, linewidth=0)
         seen += low + high
     plain_log_axes(ax, seen)
     ax.set_xlabel("message size [bytes]")
-    ax.set_ylabel("time [usec]: trimmed mean, band min–max of the repeats")
+    ax.set_ylabel("time [usec]: median, band its 95 % interval")
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
@@ -153,17 +129,29 @@ def plot_tuned_vs_default(check: Dict[str, Any], title: str, path: Path) -> Opti
     return path
 
 
-def write_case_files(result: CaseResult, benchmark: Benchmark, names: List[str],
-                     defaults: Dict[str, Any], noise: "str | float") -> Dict[str, Any]:
+def outcome_text(result: CaseResult) -> str:
+    """What the case exports, in one phrase (decisions.md, decision.json, the console)."""
+    check = result.verify
+    if result.kept_default:
+        return KEPT_DEFAULT
+    if result.settings == result.defaults:
+        return "default: no step found a significant gain"
+    sizes = len(check.get("faster", [])) + len(check.get("slower", [])) + len(check.get("same", []))
+    return (f"tuned: faster at {len(check.get('faster', []))} of {sizes} sizes"
+            + (f", SLOWER at {len(check['slower'])}" if check.get("slower") else ""))
+
+
+def write_case_files(result: CaseResult, benchmark: Benchmark) -> Dict[str, Any]:
     out = result.directory / "tuned"
     out.mkdir(parents=True, exist_ok=True)
     launched = result.launched or result.settings
     replace(out / "ucx.env", env_file(launched, benchmark, result.case).encode())
     replace(out / "mca-params.conf", mca_file(launched, benchmark, result.case).encode())
-    check = verify(result, names, defaults, noise)
+    check = result.verify
     plot_tuned_vs_default(check, f"tuned vs default: {_case_text(result.case)}",
                           out / "tuned_vs_default.png")
     summary = {"case": result.case, "settings": result.settings, "launched": launched,
+               "chosen_by_steps": result.chosen, "outcome": outcome_text(result),
                "steps": result.steps,
                "verify": {k: v for k, v in check.items() if k != "data"}}
     import json

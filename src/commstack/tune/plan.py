@@ -28,7 +28,7 @@ steps:
   - name: component-mapping
     per: component            # choose the other axes separately for each value of this one
     product: {component: [none, ucc, hcoll], mapping: [block, cyclic]}
-decision: {noise: range, min_gain: 0.0}
+decision: {threshold: 0.05, alpha: 0.05, correction: bh}
 ```
 
 Per-case steps and values (the Oracle study: plans/bm-optimized3-36/oci-study.yaml):
@@ -66,6 +66,7 @@ from commstack.matrix import parameters as P
 from commstack.matrix import settings as S
 from commstack.matrix.expand import matches
 from commstack.matrix.model import MatrixError
+from commstack.tune.decide import Rule
 
 BASE_KEYS = {"benchmark", "repeats", "timeout", "stacks", "parameters", "description",
              "node_type"}
@@ -103,11 +104,32 @@ class Step:
         return out
 
 
-@dataclass
-class Decision:
-    noise: str = "range"  # "range": the repeats' spread; or a relative number such as 0.05
-    min_gain: float = 0.0  # a candidate must also be this much faster (relative)
-    allow_losses: bool = False  # True: a win at some sizes may pay for a loss at others
+Decision = Rule  # a plan's `decision:` is the step rule of commstack.tune.decide
+
+
+def load_decision(path: Path, raw: Any) -> Rule:
+    """``decision: {threshold: 0.05, alpha: 0.05, correction: bh|holm, allow_losses: false}``."""
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise MatrixError(f"{path}: decision: expected a mapping (threshold, alpha, correction, "
+                          "allow_losses)")
+    if "noise" in raw or "min_gain" in raw:
+        raise MatrixError(f"{path}: decision: `noise` and `min_gain` are gone: a candidate now "
+                          "wins only where a rank test corrected for the step's comparisons says "
+                          "so; use decision: {threshold: 0.05} (the least gain that counts)")
+    unknown = set(raw) - {"threshold", "alpha", "correction", "allow_losses"}
+    if unknown:
+        raise MatrixError(f"{path}: decision: unknown key(s) {', '.join(sorted(unknown))}; "
+                          "expected threshold, alpha, correction, allow_losses")
+    try:
+        rule = Rule(float(raw.get("threshold", Rule.threshold)), float(raw.get("alpha", Rule.alpha)),
+                    str(raw.get("correction", Rule.correction)), bool(raw.get("allow_losses", False)))
+    except (TypeError, ValueError) as exc:
+        raise MatrixError(f"{path}: decision: {exc}") from None
+    if not (0 <= rule.threshold < 1 and 0 < rule.alpha < 1 and rule.correction in ("bh", "holm")):
+        raise MatrixError(f"{path}: decision: expected 0 <= threshold < 1, 0 < alpha < 1, "
+                          "correction bh or holm")
+    return rule
 
 
 @dataclass
@@ -221,7 +243,7 @@ def load_plan(path: Path) -> TunePlan:
         steps.append(step)
     if not steps:
         raise MatrixError(f"{path}: steps: at least one step is needed")
-    decision = Decision(**(data.get("decision") or {}))
+    decision = load_decision(path, data.get("decision"))
     settings = data.get("settings") or {}
     if not isinstance(settings, dict):
         raise MatrixError(f"{path}: settings: expected a mapping of axes to named settings")

@@ -36,6 +36,7 @@ from commstack.store.files import read_json, write_new, write_new_json
 from commstack.sweep import SweepResult, prepare, run_sweep
 from commstack.tune import capable
 from commstack.tune import decide as rule
+from commstack.tune.per_size import per_size_settings
 from commstack.tune.plan import Step, TunePlan
 
 
@@ -52,6 +53,17 @@ class CaseResult:
     runs: int
     launched: Dict[str, Any] = field(default_factory=dict)  # settings with named ones expanded
     defaults: Dict[str, Any] = field(default_factory=dict)  # the case's untuned configuration
+    verify: Dict[str, Any] = field(default_factory=dict)  # tuned vs default: see verify_case
+    chosen: Dict[str, Any] = field(default_factory=dict)  # what the steps chose
+
+    @property
+    def kept_default(self) -> bool:
+        """The steps chose something else, but the verify found no significant gain over the
+        default at any size: the default is what the case exports."""
+        return self.chosen != self.settings
+
+
+KEPT_DEFAULT = "kept the default: no significant gain"
 
 
 def case_slug(case: Dict[str, Any]) -> str:
@@ -155,7 +167,7 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
         done_steps.append(decision)
     names = tuned_parameters(plan)
     default = {n: defaults[n] for n in names}
-    tuned = {n: settings[n] for n in names}
+    tuned = per_size_settings(done_steps, {n: settings[n] for n in names})
     verify_dir = directory / "verify"
     pair = [default, tuned] if tuned != default else [default]
     runnable = runnable_settings(plan, case, settings, names, pair, default, verify_dir, machine,
@@ -166,8 +178,37 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
     runs += _sweep(plan, case, settings, names, pair, verify_dir, machine, allocation, log,
                    _study(plan, case, "verify", len(plan.steps) + 1, default), runnable.block,
                    retry_failed)
-    return CaseResult(case, tuned, done_steps, directory, runs,
-                      S.apply(tuned, runnable.block) if runnable.block else dict(tuned), default)
+    check = verify_case(plan, case, directory, names, default, tuned)
+    final = tuned if tuned == default or check["faster"] else default
+    if final != tuned:
+        log(f"{directory.name}: verify: {KEPT_DEFAULT} (tuned "
+            + ", ".join(f"{k}={v}" for k, v in tuned.items()) + " is faster at no size)")
+    return CaseResult(case, final, done_steps, directory, runs,
+                      S.apply(final, runnable.block) if runnable.block else dict(final), default,
+                      check, tuned)
+
+
+def verify_case(plan: TunePlan, case: Dict[str, Any], directory: Path, names: List[str],
+                default: Dict[str, Any], tuned: Dict[str, Any]) -> Dict[str, Any]:
+    """Tuned vs default per message size by the plan's rule (the sizes one family): where tuned
+    is faster, slower, or neither. Every run of the two settings in this case is pooled (the
+    verify sweep, side by side, plus the steps that measured them)."""
+    benchmark = case.get("benchmarks", (plan.base.get("parameters") or {}).get("benchmarks"))
+    single = benchmark if isinstance(benchmark, str) and " " not in benchmark else None
+    data: Dict[tuple, Dict[Any, List[float]]] = {}
+    for step_dir in sorted(p.parent for p in directory.glob("*/matrix.yaml")):
+        for key, sizes in measurements(step_dir, names, single).items():
+            for size, samples in sizes.items():
+                data.setdefault(key, {}).setdefault(size, []).extend(samples)
+    default_key = tuple(default[n] for n in names)
+    tuned_key = tuple(tuned[n] for n in names)
+    found = {"faster": [], "slower": [], "same": []}
+    if tuned_key != default_key and default_key in data and tuned_key in data:
+        sizes = rule.compare_sizes(data[default_key], data[tuned_key], plan.decision)
+        found = {"faster": sizes[rule.BETTER], "slower": sizes[rule.WORSE],
+                 "same": sizes[rule.SAME]}
+    return {**found, "rule": plan.decision.text(),
+            "data": {"default": data.get(default_key, {}), "tuned": data.get(tuned_key, {})}}
 
 
 @dataclass
@@ -275,12 +316,16 @@ def _study(plan: TunePlan, case: Dict[str, Any], step: str, index: int,
            incumbent: Dict[str, Any]) -> Dict[str, Any]:
     """What a step campaign's campaign.json says about the tuning it belongs to (``tune``):
     reports show the study's sections only for such campaigns, with this incumbent as the
-    default every candidate must beat beyond noise, by this rule."""
+    default every candidate must beat, by this rule."""
     return {"plan": str(plan.path), "case": case, "step": step, "index": index,
             "steps": [s.name for s in plan.steps_for(case)], "axes": list(incumbent),
             "incumbent": incumbent,
-            "decision": {"noise": plan.decision.noise, "min_gain": plan.decision.min_gain,
-                         "allow_losses": plan.decision.allow_losses}}
+            "decision": decision_dict(plan.decision)}
+
+
+def decision_dict(r: rule.Rule) -> Dict[str, Any]:
+    return {"threshold": r.threshold, "alpha": r.alpha, "correction": r.correction,
+            "allow_losses": r.allow_losses}
 
 
 def _sweep(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axes: List[str],
@@ -346,12 +391,9 @@ def _decide(plan: TunePlan, step: Step, case: Dict[str, Any], incumbent: Dict[st
                           "see its records (commstack status / report)")
     per_group: Dict[Hashable, rule.Outcome] = {}
     if step.per:
-        outcome, per_group = rule.decide_per_group(data, key, step.axes, step.per,
-                                                   plan.decision.noise, plan.decision.min_gain,
-                                                   plan.decision.allow_losses)
+        outcome, per_group = rule.decide_per_group(data, key, step.axes, step.per, plan.decision)
     else:
-        outcome = rule.decide(data, key, plan.decision.noise, plan.decision.min_gain,
-                              plan.decision.allow_losses)
+        outcome = rule.decide(data, key, plan.decision)
 
     def named(cand: Hashable) -> Dict[str, Any]:
         return dict(zip(step.axes, cand))
@@ -363,9 +405,9 @@ def _decide(plan: TunePlan, step: Step, case: Dict[str, Any], incumbent: Dict[st
         "incumbent": named(outcome.incumbent),
         "winner": named(outcome.winner),
         "changed": outcome.changed,
-        "rule": {"noise": plan.decision.noise, "min_gain": plan.decision.min_gain,
-                 "allow_losses": plan.decision.allow_losses},
-        "scores": [{"setting": named(c), "score": s} for c, s in outcome.scores.items()],
+        "rule": {**decision_dict(plan.decision), "text": plan.decision.text()},
+        "scores": [{"setting": named(c), "wins": s.wins, "losses": s.losses,
+                    "median_speedup": s.median_speedup} for c, s in outcome.scores.items()],
         "bands": [{"from_bytes": b.first, "to_bytes": b.last, "best": named(b.best),
                    "gain": b.gain} for b in outcome.bands],
         "per": step.per,

@@ -15,13 +15,13 @@ gives, per case (benchmark, nodes, ranks per node, at the full job size):
 * ``{case}_step{k}.png`` (k: the step's place in the plan; with other varying axes, one plot per
   combination, ``{case}_step{k}_{tokens}.png``, tokens as in the study: ``bl``/``cy`` mapping,
   ``no``/``uc``/``hc`` component, ``all``/``rc``/``ud``/``dc`` UCX_TLS, else
-  ``<name><value>``): every candidate, line the trimmed mean, band the range over the repeats;
+  ``<name><value>``): every candidate, line the median, band its 95 % interval over the repeats;
 * the step's verify campaign: ``{case}_step{K+1}.png``, tuned vs default with the ratio
-  default/tuned below (filled markers where the difference is beyond noise).
+  default/tuned below (filled markers where the difference is significant).
 
 The choice is the tuner's rule (:mod:`commstack.tune.decide`): a candidate replaces the default
-only when it is faster beyond noise at some message size and slower beyond noise at none; a
-difference within noise is reported as such, never as a win.
+only when corrected rank tests find it faster beyond the threshold at some message size and
+slower at none; a difference they cannot tell from noise is reported as such, never as a win.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Tuple
 
+from commstack import stats
 from commstack.aggregate import SUMMARY_FIELDS, aggregate
 from commstack.benchmarks import registry
 from commstack.markdown_table import table
@@ -41,7 +42,7 @@ from commstack.report.drawing import pyplot
 from commstack.report.studies.base import Context, Study
 from commstack.report.tables import units
 from commstack.store.files import replace
-from commstack.tune import decide as rule
+from commstack.tune import decide
 
 COLLECTIVES = {"Alltoall": "ata", "Allgather": "aga", "Allreduce": "are"}
 TOKENS = {("mapping", "block"): "bl", ("mapping", "cyclic"): "cy", ("UCX_TLS", "all"): "all",
@@ -64,9 +65,7 @@ class TuneStep:
     step: str                    # the step's name, or "verify"
     index: int                   # its place in the plan (verify: number of steps + 1)
     incumbent: Dict[str, Any]    # the default every candidate must beat
-    noise: "str | float" = "range"
-    min_gain: float = 0.0
-    allow_losses: bool = False
+    rule: "decide.Rule" = field(default_factory=lambda: decide.Rule())
     steps: List[str] = field(default_factory=list)
     skipped: List[Dict[str, Any]] = field(default_factory=list)  # settings the stack cannot run
 
@@ -79,9 +78,11 @@ class TuneStep:
         incumbent = dict(tune["incumbent"])
         order = [a for a in tune.get("axes") or [] if a in incumbent]
         incumbent = {k: incumbent[k] for k in order + [k for k in incumbent if k not in order]}
+        # Campaigns tuned before the rank-test rule name `noise`/`min_gain`: judged by today's.
+        known = {k: decision[k] for k in ("threshold", "alpha", "correction", "allow_losses")
+                 if k in decision}
         return cls(str(tune.get("step")), int(tune.get("index", 1)), incumbent,
-                   decision.get("noise", "range"), float(decision.get("min_gain", 0.0)),
-                   bool(decision.get("allow_losses", False)), list(tune.get("steps") or []),
+                   decide.Rule(**known), list(tune.get("steps") or []),
                    list(tune.get("skipped") or []))
 
     @property
@@ -93,13 +94,8 @@ class TuneStep:
         return self.step == "verify"
 
     def rule_text(self) -> str:
-        noise = ("half the larger min–max range of the two" if self.noise == "range"
-                 else f"{float(self.noise):.0%} of the default")
-        return (f"faster than the default by more than the noise ({noise}"
-                + (f", and by at least {self.min_gain:.0%}" if self.min_gain else "")
-                + ") at a message size; "
-                + ("slower beyond noise elsewhere is allowed" if self.allow_losses
-                   else "never slower beyond noise at any size"))
+        return ("it is faster than the default at a message size by the tuner's rule: "
+                + self.rule.text())
 
 
 @dataclass
@@ -123,9 +119,13 @@ class Curve:
     def at(self, axis: Axis) -> Values:
         return tuple(str(self.params.get(n, "")) for n in axis.names)
 
-    def stats(self, size: int) -> rule.Stats:
-        found = self.samples.get(size)
-        return rule.Stats.of(found) if found else rule.Stats(*(self.values[size],) * 3)
+    def repeats(self, size: int) -> List[float]:
+        return self.samples.get(size) or [self.values[size]]
+
+    def interval(self, size: int) -> Tuple[float, float]:
+        """The 95 % interval of the median at ``size`` (the median itself without one)."""
+        c = stats.describe(self.repeats(size))
+        return (c.low, c.high) if c.has_interval else (self.values[size], self.values[size])
 
 
 @dataclass
@@ -153,7 +153,7 @@ class Case:
 class Verdict:
     """The tuner's rule applied to a case: the chosen curve (in a verify campaign: the tuned
     one, whether or not it wins here) and, per message size, how it compares with the default
-    beyond noise."""
+    by the tuner's rule."""
 
     chosen: Curve
     default: Curve
@@ -217,7 +217,7 @@ def cases(summary: List[Dict[str, Any]], axes: Sequence[Axis],
         curve = groups.setdefault(key, {}).setdefault(
             row["point_id"], Curve(row["point_id"], params, {}))
         size = int(row["bytes"])
-        curve.values[size] = float(row["trimmed_mean"])
+        curve.values[size] = float(row["median"])
         if row.get("samples"):
             curve.samples[size] = [float(v) for v in row["samples"]]
         meta[key] = (row["metric"], bool(row["lower_is_better"]))
@@ -284,41 +284,41 @@ def judge(case: Case, default: Curve, tune: TuneStep) -> Verdict:
             for c in case.curves}
     if not case.lower_is_better:  # the rule wants lower-is-better numbers
         data = {k: {s: [1 / v for v in vs if v] for s, vs in by.items()} for k, by in data.items()}
-    outcome = rule.decide(data, default.point_id, tune.noise, tune.min_gain, tune.allow_losses)
+    outcome = decide.decide(data, default.point_id, tune.rule)
     chosen = next(c for c in case.curves if c.point_id == outcome.winner)
     if tune.verify and chosen is default:
         chosen = next((c for c in case.curves if c is not default), default)
     verdict = Verdict(chosen, default, outcome.changed)
     if chosen is not default:
-        compare_sizes(verdict, tune)
+        compare_sizes(verdict, tune, case.lower_is_better)
     return verdict
 
 
-def compare_sizes(verdict: Verdict, tune: TuneStep) -> None:
-    """Per message size: the chosen curve faster or slower than the default beyond noise."""
-    sizes = set(verdict.chosen.values) & set(verdict.default.values)
-    for size in sorted(sizes):  # as the rule: every size with a positive time, 0 bytes too
-        c, d = verdict.chosen.stats(size), verdict.default.stats(size)
-        if c.value <= 0 or d.value <= 0:
-            continue
-        if rule.beats(c, d, tune.noise):
-            verdict.faster.append(size)
-        elif rule.beats(d, c, tune.noise):
-            verdict.slower.append(size)
-        else:
-            verdict.within.append(size)
+def compare_sizes(verdict: Verdict, tune: TuneStep, lower_is_better: bool = True) -> None:
+    """Per message size: the chosen curve faster or slower than the default by the tuner's
+    rule (the sizes one family, corrected together)."""
+    sizes = sorted(set(verdict.chosen.values) & set(verdict.default.values))
+
+    def data(curve: Curve) -> Dict[int, List[float]]:
+        return {s: [v if lower_is_better else 1 / v for v in curve.repeats(s) if v]
+                for s in sizes}
+
+    found = decide.compare_sizes(data(verdict.default), data(verdict.chosen), tune.rule)
+    verdict.faster += found[decide.BETTER]
+    verdict.slower += found[decide.WORSE]
+    verdict.within += found[decide.SAME]
 
 
 def verdict_text(verdict: Verdict) -> str:
     if verdict.chosen is verdict.default:
-        return ("no candidate is faster beyond noise without being slower beyond noise "
+        return ("no candidate is significantly faster at any size without being slower "
                 "elsewhere: the default stays")
     total = len(verdict.faster) + len(verdict.slower) + len(verdict.within)
-    text = (f"faster beyond noise at {len(verdict.faster)} of {total} sizes"
+    text = (f"faster at {len(verdict.faster)} of {total} sizes"
             + (f" ({_sizes(verdict.faster)})" if verdict.faster else "")
-            + ", slower beyond noise at "
+            + ", slower at "
             + (f"{len(verdict.slower)} ({_sizes(verdict.slower)})" if verdict.slower else "none")
-            + (f", within noise at {len(verdict.within)}" if verdict.within else ""))
+            + (f", no significant difference at {len(verdict.within)}" if verdict.within else ""))
     if not verdict.changed:
         text += "; by the rule it does not beat the default here"
     return text
@@ -381,10 +381,10 @@ def _draw(ax, curves: List[Tuple[str, Curve]], case: Case) -> None:
         sizes = sorted(s for s in curve.values if s > 0)
         line, = ax.plot(sizes, [curve.values[s] for s in sizes], marker="o", markersize=3,
                         label=label)
-        stats = [curve.stats(s) for s in sizes]
-        ax.fill_between(sizes, [s.low for s in stats], [s.high for s in stats],
+        bounds = [curve.interval(s) for s in sizes]
+        ax.fill_between(sizes, [b[0] for b in bounds], [b[1] for b in bounds],
                         color=line.get_color(), alpha=BAND_ALPHA, linewidth=0)
-        shown += [s.low for s in stats] + [s.high for s in stats]
+        shown += [b[0] for b in bounds] + [b[1] for b in bounds]
     plain_log_axes(ax, shown)
     ax.set_ylabel(units(case.metric))
     ax.legend(fontsize=7)
@@ -423,7 +423,7 @@ def step_plots(case: Case, out_dir: Path, tune: TuneStep, chosen: Curve) -> List
             ax.set_xlabel("message size [bytes; K = 1024]")
             ax.set_title(f"{case.title} step{tune.index} ({tune.step}): {axis.label()}"
                          + (f"\n{fixed}" if fixed else "")
-                         + "\nline: trimmed mean; band: min–max over the repeats", fontsize=9)
+                         + "\nline: median; band: its 95 % interval over the repeats", fontsize=9)
             _save(fig, out_dir / name)
             values = "; ".join(",".join(v) for v in _ordered(axis, set(by_value)))
             plots.append(StudyPlot(name, case, f"step{tune.index}",
@@ -452,9 +452,10 @@ def tuned_vs_default_plot(case: Case, verdict: Verdict, out_dir: Path, tune: Tun
     beyond = set(verdict.faster) | set(verdict.slower)
     bottom.plot(sizes, [ratio[s] for s in sizes], color="tab:gray", linewidth=0.8)
     bottom.plot([s for s in sizes if s in beyond], [ratio[s] for s in sizes if s in beyond],
-                "o", color="tab:gray", markersize=4, label="beyond noise")
+                "o", color="tab:gray", markersize=4, label="significant difference")
     bottom.plot([s for s in sizes if s not in beyond], [ratio[s] for s in sizes if s not in beyond],
-                "o", markerfacecolor="white", color="tab:gray", markersize=4, label="within noise")
+                "o", markerfacecolor="white", color="tab:gray", markersize=4,
+                label="no significant difference")
     bottom.axhline(1.0, color="black", linewidth=0.8)
     plain_log_axes(bottom, list(ratio.values()) + [1.0])
     bottom.set_ylabel("default / tuned", fontsize=8)
@@ -481,17 +482,17 @@ def images_csv(plots: List[StudyPlot]) -> str:
 
 
 def _candidates_table(case: Case, verdict: Verdict, tune: TuneStep) -> List[str]:
-    """Every candidate against the default, size by size, by the tuner's noise rule."""
+    """Every candidate against the default, size by size, by the tuner's rule."""
     rows: List[List[object]] = []
     for curve in sorted(case.curves, key=lambda c: c is not verdict.default):
         if curve is verdict.default:
             continue
         probe = Verdict(curve, verdict.default, False)
-        compare_sizes(probe, tune)
+        compare_sizes(probe, tune, case.lower_is_better)
         name = "; ".join(_show(a, curve.at(a), {}) for a in case.axes)
         mark = " **(chosen)**" if curve is verdict.chosen and verdict.changed else ""
         rows.append([name + mark, len(probe.faster), len(probe.within), len(probe.slower)])
-    return table(["candidate", "faster beyond noise", "within noise", "slower beyond noise"],
+    return table(["candidate", "faster", "no significant difference", "slower"],
                  rows, align="lrrr")
 
 
@@ -510,7 +511,7 @@ def oracle_section(summary: List[Dict[str, Any]], axes: Sequence[Axis], out_dir:
              + (", ".join(f"{k}={v}" for k, v in tune.incumbent.items()) or "none") + ". "
              f"A candidate replaces it only when {tune.rule_text()} (the tuner's rule, "
              "`src/commstack/tune/decide.py`), judged on this campaign's repeats. Plots: line "
-             "the trimmed mean, band the min–max over the repeats; file names as in the study "
+             "the median, band its 95 % interval over the repeats; file names as in the study "
              "(`{coll}_{nodes}_{ppn}_{step}`), described in `oracle_images.csv`.", ""]
     if tune.skipped:
         lines += ["Skipped before the step ran (the pre-flight's view of the stack; nothing "
@@ -536,7 +537,7 @@ def oracle_section(summary: List[Dict[str, Any]], axes: Sequence[Axis], out_dir:
         parameter = ", ".join(a.label() for a in case.axes)
         kept = "" if verdict.changed or tune.verify else " (default kept)"
         lines += table(["step", "parameter", "default", "tuned" if tune.verify else "chosen",
-                        "noise test"],
+                        "rank test (corrected)"],
                        [[f"{tune.index} {tune.step}", parameter, shown[id(default)],
                          shown[id(verdict.chosen)] + kept, verdict_text(verdict)]]) + [""]
         lines += _candidates_table(case, verdict, tune) + [""]
