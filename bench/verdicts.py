@@ -44,7 +44,7 @@ base:
   timeout: 300
   stacks:
     impi: {{flavour: intelmpi, prefix: "${{I_MPI_ROOT}}"}}
-  parameters: {{stack: impi, msglog: "0:14", iter: 100, npmin: 2, nodes: 1, ranks_per_node: 2}}
+  parameters: {{stack: impi, msglog: "0:14", iter: 50, npmin: 2, nodes: 1, ranks_per_node: 2}}
 cases:
   benchmarks: {collectives}
   env.NULL_CASE: {cases}
@@ -62,9 +62,9 @@ timeout: 300
 stacks:
   impi: {{flavour: intelmpi, prefix: "${{I_MPI_ROOT}}"}}
 parameters:
-  benchmarks: PingPong Allreduce Alltoall
-  msglog: "0:12"
-  iter: 100
+  benchmarks: PingPong Allreduce
+  msglog: "0:10"
+  iter: 50
   ranks_per_node: 2
 product:
   mapping: [block, cyclic]

@@ -77,6 +77,9 @@ def test_aggregate_is_trimmed_mean_over_five_repeats(campaign):
                if item["benchmark"] == "Allreduce" and item["bytes"] == 256 and item["np"] == 4]
     assert len(samples) == 5
     assert row["trimmed_mean"] == pytest.approx(trimmed_mean(samples))
+    assert row["median"] == pytest.approx(sorted(samples)[2])
+    # Five repeats are too few for a distribution-free 95 % interval: none is given.
+    assert summary["ci_low"].isna().all() and summary["ci_high"].isna().all()
     assert trimmed_mean([1.0, 2.0, 3.0, 10.0, 0.0]) == pytest.approx(2.0)
 
 

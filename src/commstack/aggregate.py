@@ -177,9 +177,10 @@ def _aggregate_part(part, names: List[str], points) -> "object":
     with np.errstate(divide="ignore", invalid="ignore"):
         harmonic = np.where((mid_a > 0) & (mid_b > 0), 2 * mid_a * mid_b / (mid_a + mid_b), median)
     # The interval's order statistics depend on the count alone: one lookup per distinct count.
-    ranks = {int(n): stats.order_statistic_ranks(int(n)) for n in np.unique(count)}
-    low_rank = np.array([ranks[int(n)][0] if ranks[int(n)] else 0 for n in count])
-    high_rank = np.array([ranks[int(n)][1] if ranks[int(n)] else 0 for n in count])
+    lookup = np.zeros((int(count.max()) + 1, 2), dtype=np.int64)
+    for n in np.unique(count):
+        lookup[int(n)] = stats.order_statistic_ranks(int(n)) or (0, 0)
+    low_rank, high_rank = lookup[count, 0], lookup[count, 1]
     has_ci = low_rank > 0
     ci_low = np.where(has_ci, value[start + np.maximum(low_rank, 1) - 1], np.nan)
     ci_high = np.where(has_ci, value[start + np.maximum(high_rank, 1) - 1], np.nan)

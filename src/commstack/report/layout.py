@@ -261,7 +261,7 @@ def _same(a: Any, b: Any) -> bool:
 @dataclass
 class CellIndex:
     """Numbers of records by their dimensions; a cell takes the points whose dimensions contain
-    the cell's, and the trimmed mean over that point's repeats."""
+    the cell's, and the median over that point's repeats (the layout's cells are times)."""
 
     entries: List[Tuple[Dict[str, Any], str, float]]  # (dims, point id, value)
 
@@ -275,7 +275,7 @@ class CellIndex:
         return cls(entries)
 
     def lookup(self, dims: Dict[str, Any]) -> Optional[float]:
-        from commstack.aggregate import trimmed_mean
+        from commstack import stats
 
         by_point: Dict[str, List[float]] = {}
         extra: Dict[str, int] = {}
@@ -292,7 +292,7 @@ class CellIndex:
         if len(best) > 1:
             raise AmbiguousCell(f"{len(best)} points match the cell {dims}; "
                                 "the layout must fix every dimension that varies")
-        return trimmed_mean(by_point[best[0]])
+        return stats.median(by_point[best[0]])
 
 
 # --- layouts built from records ----------------------------------------------------------------

@@ -3,9 +3,9 @@
 Every number in a table has :data:`SIGNIFICANT` significant digits (whole numbers keep all
 their digits), so that ``0.04333`` and ``3.207`` line up, except where the benchmark printed
 coarser: a metric's resolution is the unit of the last digit the benchmark printed (``quantum``
-of the summary: 0.01 for IMB's ``0.42``), and no number is shown finer than that, so a trimmed
-mean of 0.40, 0.42 and 0.43 reads ``0.42``, not ``0.4167``, and 3207.45 reads ``3207``. Values a
-program computed (a quotient, say) have no printed resolution: significant digits only.
+of the summary: 0.01 for IMB's ``0.42``), and no number is shown finer than that, so a mean of
+0.40, 0.42 and 0.43 (summary.csv's trimmed mean) reads ``0.42``, not ``0.4167``, and 3207.45 reads
+``3207``. Values a program computed (a quotient, say) have no printed resolution: significant digits only.
 """
 
 from __future__ import annotations

@@ -46,8 +46,8 @@ def cartex_tables(context: Context) -> List[str]:
     except AmbiguousCell as exc:
         return ["", "## Halo exchange tables", "", f"Not printed: {exc}."]
     return ["", "## Halo exchange tables (Betzy layout)", "",
-            f"{layout.unit}, trimmed mean over repeats (the range of the repeats is in the "
-            "tables per configuration below); rows executables, columns hXfY = halo X, "
+            f"{layout.unit}, median over repeats (its 95 % interval is in the tables per "
+            "configuration below); rows executables, columns hXfY = halo X, "
             "fields Y.", "", text]
 
 

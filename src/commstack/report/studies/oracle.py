@@ -109,7 +109,7 @@ class Axis:
 
 @dataclass
 class Curve:
-    """One configuration of a case: its trimmed mean per size, and the repeats behind it."""
+    """One configuration of a case: its median per size, and the repeats behind it."""
 
     point_id: str
     params: Dict[str, Any]
