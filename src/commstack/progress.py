@@ -16,6 +16,11 @@ class Progress:
     durations: List[float] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def add(self, runs: int) -> None:
+        """Count a round of runs decided while the sweep goes (adaptive repeats)."""
+        with self._lock:
+            self.total += runs
+
     def skipped(self) -> None:
         with self._lock:
             self.handled += 1

@@ -1,9 +1,16 @@
 """A sweep from start to end: expand the matrix, prepare every command, run what is not done.
 
 Order of work: repeats are the outer loop (every point once, then every point again), so slow
-drift of the machine spreads over all points instead of biasing one. A run given one repeat (a
-job of a campaign whose repeats are taken across jobs) runs every point once, starting at a
-different point in each repeat, so no point is always the first of its job.
+drift of the machine spreads over all points instead of biasing one; within a repeat the points
+run in a seeded order shuffled anew for every repeat (commstack.run_order; ``order: fixed``
+keeps the matrix's order). A run given one repeat (a job of a campaign whose repeats are taken
+across jobs) runs every point once, starting at a different point in each repeat, so no point is
+always the first of its job.
+
+Adaptive repeats (``repeats: {min, max, ci}``, commstack.adaptive): every point runs ``min``
+times, then round after round (repeat min+1, min+2, ... up to max) only the points whose median
+is not yet precise enough; a round is decided from the records of the repeats before it, so a
+resumed sweep takes the same decisions.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import commstack
-from commstack import flavours, preflight, provenance
+from commstack import adaptive, flavours, preflight, provenance, run_order
 from commstack.benchmarks import registry
 from commstack.benchmarks.base import ParseError
 from commstack.errors import CampaignError
@@ -41,6 +48,7 @@ from commstack.matrix.model import Matrix, Point
 from commstack.matrix.parameters import matrix_name
 from commstack.placement.check import CONTRADICTS, MISMATCH_STATUS, record_placement
 from commstack.progress import Progress
+from commstack.run_order import rotated  # noqa: F401 (commstack.sweep.rotated, as before)
 from commstack.store import campaign as store
 from commstack.store import tidy_index
 from commstack.store.campaign import Campaign
@@ -167,6 +175,7 @@ class SweepResult:
     deferred: int = 0  # not started: would not finish in the allocation's remaining time
     interrupted: bool = False
     campaign: Optional[Campaign] = None
+    stopped: Dict[str, str] = field(default_factory=dict)  # adaptive: point id -> why it stopped
 
     @property
     def exit_code(self) -> int:
@@ -213,15 +222,24 @@ def run_sweep(
     result = SweepResult(campaign=campaign)
     old_handlers = {sig: signal.signal(sig, _raise_interrupted)
                     for sig in (signal.SIGINT, signal.SIGTERM)}
-    work = ([(only_repeat, prepared) for prepared in rotated(plan.points, only_repeat - 1)]
-            if only_repeat is not None else
-            [(repeat, prepared) for repeat in range(1, matrix.repeats + 1)
-             for prepared in plan.points])
+    seed = run_order.seed_of(matrix, campaign.name)
+    log(f"order: {run_order.describe(seed, matrix)}")
+    kind = "fixed" if seed is None else "shuffled"
+
+    def in_order(repeat: int, points: Sequence[PreparedPoint]) -> List[Tuple]:
+        """(repeat, point, its order) for the points of one repeat, in their run order."""
+        listed = run_order.ordered(points, repeat, seed, rotate=only_repeat is not None,
+                                   point_of=lambda p: p.point)
+        return [(repeat, prepared, {"kind": kind, "seed": seed, "position": i})
+                for i, prepared in enumerate(listed, 1)]
+
+    repeats = [only_repeat] if only_repeat is not None else range(1, matrix.first_repeats + 1)
+    work = [item for repeat in repeats for item in in_order(repeat, plan.points)]
     progress = Progress(len(work), max(1, parallel))
     evidence: Dict[str, Optional[Dict[str, object]]] = {}  # point id -> its evidence run's reading
     evidence_lock = threading.Lock()
 
-    def one(repeat: int, prepared: PreparedPoint) -> None:
+    def one(repeat: int, prepared: PreparedPoint, order: Dict[str, object]) -> None:
         """Claim and run one (point, repeat) if it needs running; account for it in result."""
         pid = prepared.point.id
         campaign.save_point(prepared.point)
@@ -248,7 +266,7 @@ def run_sweep(
                 used = evidence[pid]
         record = _run_one(campaign, session, prepared, attempt, matrix, parse,
                           known_ucx[prepared.stack.name], timeout, plan.allocation,
-                          checked.unchecked.get(pid, {}), used)
+                          checked.unchecked.get(pid, {}), used, order)
         result.ran += 1
         status = record.status
         done = progress.ran(status == "ok", record.duration_s or 0.0)
@@ -256,6 +274,9 @@ def run_sweep(
             f" ({record.duration_s or 0:.1f}s)")
         if status not in ("ok", "interrupted"):
             log(f"    {_failure_hint(record, attempt.path, campaign.root)}")
+        if record.repeats_stopped:
+            result.stopped[pid] = record.repeats_stopped
+            log(f"    no more repeats of {pid}: {record.repeats_stopped}")
         if status == "interrupted":
             result.interrupted = True
         elif status == "ok":
@@ -263,15 +284,29 @@ def run_sweep(
         else:
             result.failed += 1
 
-    runner.STOP.clear()
-    try:
+    def execute(work: List[Tuple]) -> None:
         if parallel <= 1:
-            for repeat, prepared in work:
-                one(repeat, prepared)
+            for item in work:
+                one(*item)
                 if result.interrupted:
                     break
         else:
             _run_side_by_side(one, work, parallel)
+
+    runner.STOP.clear()
+    try:
+        execute(work)
+        rule = matrix.adaptive
+        for repeat in range(rule.min + 1, rule.max + 1) if rule and only_repeat is None else ():
+            if result.interrupted or runner.STOP.is_set():
+                break
+            todo = [p for p in plan.points if needs_repeat(campaign, p.point, matrix, repeat)]
+            if not todo:
+                break
+            log(f"round {repeat}: {len(todo)} of {len(plan.points)} points take repeat {repeat}"
+                f" (not within {adaptive.within(rule)} yet)")
+            progress.add(len(todo))
+            execute(in_order(repeat, todo))
     except (KeyboardInterrupt, runner.Interrupted):
         runner.stop_all()
         result.interrupted = True
@@ -287,24 +322,56 @@ def run_sweep(
     return result
 
 
+def stop_before(campaign: Campaign, point: Point, matrix: Matrix, repeat: int) -> Optional[str]:
+    """Adaptive repeats: why ``point`` takes no repeat ``repeat`` (None: it takes it), judged on
+    its records of the repeats before it, so a resumed sweep decides as the first one did."""
+    assert matrix.adaptive is not None
+    earlier = [r for a in campaign.attempts(point.id) if a.repeat < repeat
+               for r in [a.record()] if r is not None]
+    return adaptive.stop_reason(earlier, matrix.benchmark.name, matrix.adaptive, repeat - 1)
+
+
+def needs_repeat(campaign: Campaign, point: Point, matrix: Matrix, repeat: int) -> bool:
+    return stop_before(campaign, point, matrix, repeat) is None
+
+
+def adaptive_states(campaign: Campaign, point: Point, matrix: Matrix,
+                    state: Callable[[str, int], str]) -> Tuple[List[str], Optional[str]]:
+    """Adaptive repeats: the states (``state(point id, repeat)``) of the repeats a point has
+    taken or takes next, and why it stopped (None while it still takes repeats): its ``min``
+    repeats, then each later one run or started, then one pending when the point needs
+    another (decided once the repeats before it are over)."""
+    rule = matrix.adaptive
+    assert rule is not None
+    states = [state(point.id, r) for r in range(1, rule.min + 1)]
+    for repeat in range(rule.min + 1, rule.max + 2):
+        seen = state(point.id, repeat) if repeat <= rule.max else store.PENDING
+        if seen != store.PENDING:
+            states.append(seen)
+            continue
+        if store.PENDING in states or store.RUNNING in states:
+            return states, None  # the rounds before are not over: the next one is not decided
+        why = stop_before(campaign, point, matrix, repeat)
+        if why is None:
+            states.append(store.PENDING)
+        return states, why
+    return states, None
+
+
 def check_repeat(matrix: Matrix, repeat: Optional[int]) -> None:
+    if repeat is not None and matrix.adaptive is not None:
+        raise CampaignError(f"{matrix.path}: --repeat {repeat}: adaptive repeats (repeats: "
+                            "{min, max, ci}) decide themselves which points take a repeat; "
+                            "run without --repeat")
     if repeat is not None and not 1 <= repeat <= matrix.repeats:
         raise CampaignError(f"{matrix.path}: --repeat {repeat}: the matrix has repeats "
                             f"1 to {matrix.repeats}")
 
 
-def rotated(items: Sequence, shift: int) -> list:
-    """``items`` starting at position ``shift`` (modulo their number), wrapping around."""
-    if not items:
-        return []
-    k = shift % len(items)
-    return list(items[k:]) + list(items[:k])
-
-
 def _run_side_by_side(one: Callable, work: List[tuple], parallel: int) -> None:
     """Up to `parallel` points at once (small points sharing an allocation)."""
     with ThreadPoolExecutor(max_workers=parallel) as pool:
-        futures = [pool.submit(one, repeat, prepared) for repeat, prepared in work]
+        futures = [pool.submit(one, *item) for item in work]
         try:
             for future in as_completed(futures):
                 future.result()
@@ -447,7 +514,8 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
              matrix: Matrix, parse: Callable, known_ucx: Optional[set],
              timeout: Optional[float] = None, allocation: Optional[Allocation] = None,
              preflight_unchecked: Optional[Dict[str, str]] = None,
-             evidence: Optional[Dict[str, object]] = None) -> Record:
+             evidence: Optional[Dict[str, object]] = None,
+             order: Optional[Dict[str, object]] = None) -> Record:
     """Run one claimed attempt, parse it and write its record; the attempt is released after."""
     point, command = prepared.point, prepared.command
     repeat = attempt.repeat
@@ -523,7 +591,13 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
                 components_used=used,
                 stdout="stdout.txt",
                 stderr="stderr.txt",
+                order={k: v for k, v in order.items() if v is not None} if order else None,
             )
+            if matrix.adaptive is not None and status != "interrupted":
+                earlier = [r for a in campaign.attempts(point.id) if a.repeat < repeat
+                           for r in [a.record()] if r is not None]
+                record.repeats_stopped = adaptive.stop_reason(
+                    earlier + [record], matrix.benchmark.name, matrix.adaptive, repeat)
             write_new(attempt.record_path, record.dumps(attempt.path))
             tidy_index.append(campaign.root, record)  # before the attempt is released
             return record

@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from commstack import preflight
+from commstack import preflight, run_order
+from commstack.adaptive import within
 from commstack.cli.common import add_matrix_arguments, campaign_root, machine_name, point_filter
 from commstack.launch.slurm import Allocation
 from commstack.machine import Machine, find_machine
@@ -46,11 +47,20 @@ def execute(args: argparse.Namespace) -> int:
     review, why = _review(args, machine)
     plan = prepare(matrix, machine, _allocation(args, machine, review),
                    select=point_filter(args, matrix), review=review)
+    root = campaign_root(args, matrix)
+    seed = run_order.seed_of(matrix, root.name)
+    repeat = getattr(args, "repeat", None) or 1
+    plan.points = run_order.ordered(plan.points, repeat, seed, point_of=lambda p: p.point)
+    order = {"kind": "fixed" if seed is None else "shuffled", "seed": seed}
     if args.json:
-        for line in _objects(plan):
+        for i, line in enumerate(_objects(plan), 1):
+            if line["skipped"] is None:
+                line["order"] = dict(order, repeat=repeat, position=i)
             print(json.dumps(line, sort_keys=True, default=str))
         return 0
-    _print_header(plan, campaign_root(args, matrix), why)
+    _print_header(plan, root, why)
+    print(f"# order: {run_order.describe(seed, matrix)}; the points below in the order of "
+          f"repeat {repeat}")
     _print_points(plan)
     if review:
         print("# pre-flight: not run in a review (it asks the stacks, which are not here)")
@@ -99,8 +109,14 @@ def _print_header(plan: Plan, root: Path, why: str) -> None:
           f"{plan.machine.path if plan.machine else 'none (defaults)'}")
     if any(p.unresolved for p in plan.points) or why != "--review" or plan.skipped:
         print(f"# review ({why}): what is not installed here is marked UNRESOLVED")
-    print(f"# campaign {root}: {len(plan.points)} points x {m.repeats} repeats "
-          f"= {len(plan.points) * m.repeats} runs, timeout {m.timeout:g}s per run")
+    n, rule = len(plan.points), m.adaptive
+    if rule is None:
+        print(f"# campaign {root}: {n} points x {m.repeats} repeats "
+              f"= {n * m.repeats} runs, timeout {m.timeout:g}s per run")
+        return
+    print(f"# campaign {root}: {n} points x {rule.min} to {rule.max} repeats (adaptive: until "
+          f"the median's 95 % interval is within {within(rule)} at every result row) "
+          f"= {n * rule.min} to {n * rule.max} runs, timeout {m.timeout:g}s per run")
 
 
 def _print_points(plan: Plan, prefix: str = "") -> None:

@@ -15,17 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from commstack.adaptive import within
 from commstack.cli.common import existing_campaign
 from commstack.machine import find_machine
 from commstack.matrix.expand import expand
 from commstack.matrix.load import load_matrix
 from commstack.store.campaign import DONE, FAILED, FAILURES, PENDING, RUNNING, Attempt, Campaign
 from commstack.store.record import Record, stored_status
-from commstack.sweep import skipped_points
+from commstack.sweep import adaptive_states, skipped_points
 
 SKIPPED = "skipped"
 STATES = ("done", "failed", "running", "pending", SKIPPED)
 LEGEND = "legend: d done, f failed, r running, p pending, s skipped (one letter per repeat)"
+# Adaptive repeats: a point's line shows its min repeats, those taken after them, and one
+# pending while it is not precise yet (the next round); why it stopped follows.
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -48,19 +51,32 @@ def execute(args: argparse.Namespace) -> int:
         print(LEGEND)
     scan = scan_campaign(campaign)
     ids = {point: point.id for point in points}
+    stops: Counter = Counter()
     for point in points:
-        states = [scan.state(ids[point], r) for r in range(1, matrix.repeats + 1)]
+        why = None
+        if matrix.adaptive is not None:
+            states, why = adaptive_states(campaign, point, matrix, scan.state)
+            stops[why.split(":")[0] if why else "taking repeats"] += 1
+        else:
+            states = [scan.state(ids[point], r) for r in range(1, matrix.repeats + 1)]
         # A run that `run` skips here (optional stack without its binaries) is not pending;
         # one that ran before, where the binaries were found, keeps its state.
         states = [SKIPPED if s == "pending" and ids[point] in skipped else s for s in states]
         totals.update(states)
         if args.verbose:
             params = " ".join(f"{k}={v}" for k, v in point.params)
-            print(f"{ids[point]}  {' '.join(s[0] for s in states)}  {params}")
+            print(f"{ids[point]}  {' '.join(s[0] for s in states)}  {params}"
+                  + (f"  [{why}]" if why else ""))
     total = sum(totals.values())
     summary = ", ".join(f"{totals[s]} {s}" for s in STATES if s != SKIPPED or totals[s])
     to_do = f"; {total - totals[SKIPPED]} to do here, as `plan` counts" if totals[SKIPPED] else ""
     print(f"{campaign.root}: {summary} (of {total} runs{to_do})")
+    if matrix.adaptive is not None:
+        rule = matrix.adaptive
+        print(f"  adaptive repeats ({rule.min} to {rule.max}, until within {within(rule)}): "
+              + ", ".join(f"{stops[k]} point{'s' * (stops[k] != 1)} {label}" for k, label in (
+                  ("precise", "precise"), ("max reached", "at max"),
+                  ("taking repeats", "still taking repeats")) if stops[k]))
     skipped_here = [p for p in points if p.id in skipped and
                     any(scan.state(p.id, r) == "pending" for r in range(1, matrix.repeats + 1))]
     for why, count in Counter(skipped[p.id] for p in skipped_here).items():

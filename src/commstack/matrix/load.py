@@ -22,7 +22,15 @@ from commstack.benchmarks import registry
 from commstack.excerpt import cut, excerpt
 from commstack.matrix import parameters as P
 from commstack.matrix import settings as S
-from commstack.matrix.model import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, Matrix, MatrixError, Stack
+from commstack.matrix.model import (
+    DEFAULT_REPEATS,
+    DEFAULT_TIMEOUT_S,
+    Adaptive,
+    Matrix,
+    MatrixError,
+    Stack,
+)
+from commstack.stats import MIN_CI_SAMPLES
 
 _SCHEMA = json.loads((Path(__file__).with_name("schema.json")).read_text())
 # The benchmark names are the benchmark family modules'; flavour and conduit names the flavour
@@ -59,6 +67,7 @@ def matrix_from_text(path: Path, text: str) -> Matrix:
     _check_schema(path, data)
 
     benchmark = registry.get(data["benchmark"])
+    repeats, adaptive = _repeats(path, data)
     stacks = {name: _stack(path, name, spec) for name, spec in data["stacks"].items()}
     matrix = Matrix(
         path=path,
@@ -66,7 +75,10 @@ def matrix_from_text(path: Path, text: str) -> Matrix:
         campaign=data.get("campaign", path.stem),
         benchmark=benchmark,
         stacks=stacks,
-        repeats=data.get("repeats", DEFAULT_REPEATS),
+        repeats=repeats,
+        adaptive=adaptive,
+        order=data.get("order", "shuffled"),
+        seed=data.get("seed"),
         repeats_across=data.get("repeats_across", "allocation"),
         timeout=float(data.get("timeout", DEFAULT_TIMEOUT_S)),
         description=data.get("description", ""),
@@ -80,6 +92,26 @@ def matrix_from_text(path: Path, text: str) -> Matrix:
     )
     _check_names(matrix)
     return matrix
+
+
+def _repeats(path: Path, data: Dict[str, Any]) -> "tuple[int, Adaptive | None]":
+    """(the most repeats a point takes, the adaptive rule or None) of a schema-valid matrix."""
+    value = data.get("repeats", DEFAULT_REPEATS)
+    if isinstance(value, int):
+        return value, None
+    rule = Adaptive(min=value.get("min", MIN_CI_SAMPLES), max=value["max"], ci=float(value["ci"]))
+    if rule.min > rule.max:
+        raise MatrixError(f"{path}: repeats.min: {rule.min} is more than repeats.max "
+                          f"({rule.max})")
+    if rule.max < MIN_CI_SAMPLES:
+        raise MatrixError(f"{path}: repeats.max: {rule.max} repeats give no 95 % interval of the "
+                          f"median (it needs at least {MIN_CI_SAMPLES}), so precision could "
+                          f"never be reached; use a number of repeats instead")
+    if data.get("repeats_across") == "jobs":
+        raise MatrixError(f"{path}: repeats: adaptive repeats are decided within one allocation "
+                          "(rounds over the points not yet precise); repeats_across: jobs takes "
+                          "a number of repeats")
+    return rule.max, rule
 
 
 # At most this many schema errors are listed (then how many more there are).

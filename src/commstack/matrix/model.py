@@ -13,6 +13,18 @@ from commstack.benchmarks.registry import Benchmark
 
 DEFAULT_REPEATS = 5
 DEFAULT_TIMEOUT_S = 600.0
+ORDERS = ("shuffled", "fixed")  # order of the points within a repeat (commstack.run_order)
+
+
+@dataclass(frozen=True)
+class Adaptive:
+    """``repeats: {min, max, ci}``: repeat a point until the 95 % interval of its median lies
+    within +-``ci`` (relative) at every result row, after at least ``min`` and at most ``max``
+    repeats (commstack.adaptive)."""
+
+    min: int
+    max: int
+    ci: float
 
 
 @dataclass(frozen=True)
@@ -67,7 +79,10 @@ class Matrix:
     campaign: str
     benchmark: Benchmark
     stacks: Dict[str, Stack]
-    repeats: int = DEFAULT_REPEATS
+    repeats: int = DEFAULT_REPEATS  # the most repeats a point takes (adaptive: its max)
+    adaptive: Optional[Adaptive] = None  # repeats until precise (``repeats: {min, max, ci}``)
+    order: str = "shuffled"  # of the points within a repeat: shuffled (seeded) or fixed
+    seed: Optional[int] = None  # of the shuffled order; None: derived from the campaign name
     # "jobs": `commstack submit` takes each repeat in its own Slurm job (README: Repeats).
     repeats_across: str = "allocation"
     timeout: float = DEFAULT_TIMEOUT_S
@@ -78,6 +93,11 @@ class Matrix:
     exclude: List[Dict[str, Any]] = field(default_factory=list)
     settings: Dict[str, Dict[str, Dict[str, Any]]] = field(default_factory=dict)  # named settings
     node_type: Optional[str] = None  # machine.yaml node_types; None: the machine's default
+
+    @property
+    def first_repeats(self) -> int:
+        """Repeats every point takes (adaptive: ``min``; then only points not yet precise)."""
+        return self.adaptive.min if self.adaptive else self.repeats
 
     @property
     def sha256(self) -> str:

@@ -149,6 +149,11 @@ class Record:
     imported: bool = False
     source: Optional[Dict[str, Any]] = None
     units: Optional[Dict[str, str]] = None
+    # Where the run stood in its repeat's order: {"kind": "shuffled", "seed": 123, "position": 4}
+    # (the 4th point run in this repeat; a fixed order has no seed). commstack.run_order
+    order: Optional[Dict[str, Any]] = None
+    # Adaptive repeats: why the point takes no more repeats after this one (commstack.adaptive).
+    repeats_stopped: Optional[str] = None
     schema: int = SCHEMA_VERSION
 
     @property
