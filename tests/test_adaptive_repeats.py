@@ -133,17 +133,20 @@ def sweep(impi_root, tmp_path_factory):
     assert plain.returncode == 0, plain.stdout[-3000:] + plain.stderr[-3000:]
     root = tmp / "results" / "local" / "adaptive"
     status_before = commstack("status", str(root), "--matrix", str(folder / "adaptive.yaml"), "-v")
+    submit_before = commstack("submit", str(folder / "adaptive.yaml"), "--out", out, "--dry-run")
     run = commstack("run", str(folder / "adaptive.yaml"), "--out", out)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     again = commstack("run", str(folder / "adaptive.yaml"), "--out", out)
     status_after = commstack("status", str(root), "-v")
+    submit_after = commstack("submit", str(folder / "adaptive.yaml"), "--out", out, "--dry-run",
+                             "--resume")
     # The quiet point alone in a campaign of its own, adaptive from its first repeat.
     (folder / "quiet.yaml").write_text(text.replace("REPEATS", "{min: 6, max: 8, ci: 0.001}")
                                        .replace("IMB-MPI1]", "]").replace(", ]", "]")
                                        .replace("campaign: adaptive", "campaign: quiet"))
     alone = commstack("run", str(folder / "quiet.yaml"), "--out", out)
     assert alone.returncode == 0, alone.stdout[-3000:] + alone.stderr[-3000:]
-    return root, status_before, run, again, status_after, alone
+    return root, (status_before, submit_before), run, again, (status_after, submit_after), alone
 
 
 def _point(rows, executable: str) -> str:
@@ -153,8 +156,9 @@ def _point(rows, executable: str) -> str:
 
 
 def test_status_shows_a_point_below_precision_as_pending(sweep):
-    root, before, *_ = sweep
+    root, (before, submit), *_ = sweep
     assert before.returncode == 0, before.stderr
+    assert "# nodes=1: 1 runs" in submit.stdout, submit.stdout + submit.stderr  # as submit counts
     quiet, noisy = (_point(records(root), k) for k in ("quiet", "noisy"))
     lines = {line.split()[0]: line for line in before.stdout.splitlines()}
     # 12 done by the plain sweep (same campaign); the noisy point takes a 7th repeat.
@@ -195,9 +199,10 @@ def test_a_quiet_point_stops_at_min_and_its_last_record_says_why(sweep):
 
 
 def test_a_resumed_adaptive_sweep_runs_nothing_done(sweep):
-    root, _, _, again, after, _ = sweep
+    root, _, _, again, (after, submit), _ = sweep
     assert again.returncode == 0, again.stderr
     assert "0 runs now, 14 already done, 0 failed" in again.stderr
     assert len(records(root)) == 14
     assert "14 done, 0 failed, 0 running, 0 pending (of 14 runs)" in after.stdout
     assert "1 point precise, 1 point at max" in after.stdout
+    assert "nothing left to run" in submit.stdout, submit.stdout + submit.stderr

@@ -5,8 +5,8 @@
 only the points not yet precise, until ``max``. A point is precise when, at EVERY result row it
 has (message size, process count, ...), the distribution-free 95 % interval of the median of its
 figure of merit (commstack.stats.describe; the benchmark registry's figure, a rate's median taken
-as a rate) lies within +-``ci`` of the median (Hoefler & Belli, SC15, rule 8: choose the number
-of measurements by the interval's width).
+as a rate) lies within +-``ci`` of the median (Hoefler & Belli, SC15, section 4.2.2: choose the
+number of measurements by the interval's width).
 
 The decision reads only the point's records (the successful ones give the samples) and is pure
 Python: it runs on a compute node. The record of the repeat after which a point stops says why

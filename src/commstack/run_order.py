@@ -3,7 +3,8 @@
 ``order: shuffled`` (the default): every repeat runs the points in an order shuffled anew from
 the campaign's seed and the repeat number, so slow drift of the machine and effects of the
 previous run (caches, network state, thermal) fall on every point alike instead of biasing the
-same neighbours each time (Hoefler & Belli, SC15, rule 9; ReproMPI's ``--shuffle-jobs``). Repeat
+same neighbours each time (ReproMPI's ``--shuffle-jobs``; the order is recorded, as Hoefler &
+Belli's rule 9 asks of every varying factor). Repeat
 k starts at the k-th point of a shuffled list (wrapping around), so no point is always the first
 of a repeat, also when each repeat is a Slurm job of its own (``--repeat K``).
 

@@ -60,7 +60,7 @@ def execute(args: argparse.Namespace) -> int:
                             "repeat K already runs every point once")
 
     groups = slurm.pending_work(campaign, [p.point for p in plan.points], matrix.repeats,
-                                args.retry_failed, per_repeat)
+                                args.retry_failed, per_repeat, matrix)
     options = slurm.SbatchOptions.from_machine(
         machine, time=args.time, partition=args.partition, account=args.account, qos=args.qos,
         constraint=args.constraint)

@@ -60,14 +60,22 @@ class SbatchOptions:
 
 
 def pending_work(campaign: Campaign, points: List, repeats: int, retry_failed: bool,
-                 per_repeat: bool = False) -> Dict[Tuple[int, Optional[int]], JobRequest]:
+                 per_repeat: bool = False, matrix=None
+                 ) -> Dict[Tuple[int, Optional[int]], JobRequest]:
     """Per node count (and, with ``per_repeat``, per repeat): how many runs are not done yet and
-    the most tasks per node needed."""
+    the most tasks per node needed. With adaptive repeats (``matrix.adaptive``) a point counts
+    the runs of its rounds decided so far (a job may take more rounds), none once it stopped."""
     groups: Dict[Tuple[int, Optional[int]], JobRequest] = {}
     for point in points:
         nodes = int(point.get("nodes", 1))
-        todo = [repeat for repeat in range(1, repeats + 1)
-                if _needs_run(campaign.state(point.id, repeat), retry_failed)]
+        if matrix is not None and matrix.adaptive is not None:
+            from commstack.sweep import adaptive_states  # the sweep's own rule
+
+            states = adaptive_states(campaign, point, matrix, campaign.state)[0]
+        else:
+            states = [campaign.state(point.id, repeat) for repeat in range(1, repeats + 1)]
+        todo = [repeat for repeat, state in enumerate(states, 1)
+                if _needs_run(state, retry_failed)]
         for repeat in (todo if per_repeat else [None] if todo else []):
             group = groups.setdefault((nodes, repeat), JobRequest(nodes, 0, 0, repeat=repeat))
             group.runs += 1 if per_repeat else len(todo)
