@@ -144,8 +144,11 @@ def sweep(impi_root, tmp_path_factory):
     (folder / "quiet.yaml").write_text(text.replace("REPEATS", "{min: 6, max: 8, ci: 0.001}")
                                        .replace("IMB-MPI1]", "]").replace(", ]", "]")
                                        .replace("campaign: adaptive", "campaign: quiet"))
-    alone = commstack("run", str(folder / "quiet.yaml"), "--out", out)
-    assert alone.returncode == 0, alone.stdout[-3000:] + alone.stderr[-3000:]
+    alone = {}
+    for campaign, extra in (("quiet", ()), ("quiet-parallel", ("--parallel", "2"))):
+        alone[campaign] = commstack("run", str(folder / "quiet.yaml"), "--out", out,
+                                    "--campaign", campaign, *extra)
+        assert alone[campaign].returncode == 0, alone[campaign].stderr[-3000:]
     return root, (status_before, submit_before), run, again, (status_after, submit_after), alone
 
 
@@ -188,14 +191,16 @@ def test_the_quiet_point_stops_at_min_the_noisy_one_runs_to_max(sweep):
     assert "round 9" not in run.stdout
 
 
-def test_a_quiet_point_stops_at_min_and_its_last_record_says_why(sweep):
+@pytest.mark.parametrize("campaign", ["quiet", "quiet-parallel"])
+def test_a_quiet_point_stops_at_min_and_its_last_record_says_why(sweep, campaign):
     root, *_, alone = sweep
-    rows = records(root.parent / "quiet")
+    rows = records(root.parent / campaign)
     assert sorted(r["repeat"] for r in rows if r["status"] == "ok") == [1, 2, 3, 4, 5, 6]
     why = {r["repeat"]: r.get("repeats_stopped") for r in rows}
     assert why == {k: None for k in range(1, 6)} | {
         6: "precise: ±0.0 % at PingPong np=2 0 B (the worst row) after 6 repeats"}
-    assert "[6/6, 0 failed] rep 6" in alone.stdout and "round 7" not in alone.stdout
+    assert "[6/6, 0 failed] rep 6" in alone[campaign].stdout
+    assert "round 7" not in alone[campaign].stdout
 
 
 def test_a_resumed_adaptive_sweep_runs_nothing_done(sweep):

@@ -175,7 +175,6 @@ class SweepResult:
     deferred: int = 0  # not started: would not finish in the allocation's remaining time
     interrupted: bool = False
     campaign: Optional[Campaign] = None
-    stopped: Dict[str, str] = field(default_factory=dict)  # adaptive: point id -> why it stopped
 
     @property
     def exit_code(self) -> int:
@@ -275,7 +274,6 @@ def run_sweep(
         if status not in ("ok", "interrupted"):
             log(f"    {_failure_hint(record, attempt.path, campaign.root)}")
         if record.repeats_stopped:
-            result.stopped[pid] = record.repeats_stopped
             log(f"    no more repeats of {pid}: {record.repeats_stopped}")
         if status == "interrupted":
             result.interrupted = True
@@ -295,8 +293,13 @@ def run_sweep(
 
     runner.STOP.clear()
     try:
-        execute(work)
         rule = matrix.adaptive
+        if rule is None or parallel <= 1:
+            execute(work)
+        else:  # side by side, one repeat at a time: a record's stop decision sees the ones before
+            for repeat in repeats:
+                if not (result.interrupted or runner.STOP.is_set()):
+                    execute([item for item in work if item[0] == repeat])
         for repeat in range(rule.min + 1, rule.max + 1) if rule and only_repeat is None else ():
             if result.interrupted or runner.STOP.is_set():
                 break
