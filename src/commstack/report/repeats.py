@@ -28,7 +28,7 @@ def how_repeats_were_taken(records: List[Record]) -> str:
     if not jobs_of:
         sessions = {r.session for r in runs if r.session}
         return (f"up to {repeats} per point outside Slurm, in {len(sessions)} session(s); "
-                "repeats are the outer loop (every point once, then again)")
+                f"repeats are the outer loop (every point once, then again), {_order(runs)}")
     all_jobs = sorted({j for by_repeat in jobs_of.values() for j in by_repeat.values()},
                       key=_job_order)
     jobs = f"{len(all_jobs)} job(s): {_ids(all_jobs)}"
@@ -44,6 +44,20 @@ def how_repeats_were_taken(records: List[Record]) -> str:
         return f"within jobs: all repeats of a point in one Slurm job ({jobs})"
     return (f"mixed: some points' repeats share a Slurm job, others' do not ({jobs}); node "
             f"sets per point: {_node_sets_per_point(runs)}")
+
+
+def _order(runs: List[Record]) -> str:
+    """How the points were ordered within a repeat, as the records say."""
+    kinds = {(r.order or {}).get("kind") for r in runs}
+    seeds = sorted({str((r.order or {}).get("seed")) for r in runs if r.order and
+                    r.order.get("kind") == "shuffled"})
+    if kinds == {"shuffled"}:
+        return f"in a shuffled order within each repeat (seed {', '.join(seeds)})"
+    if kinds == {"fixed"}:
+        return "in the matrix's order within each repeat"
+    if kinds == {None}:
+        return "in an order the records do not state (written before the order was recorded)"
+    return "in orders that differ between sessions (shuffled and fixed)"
 
 
 def _node_sets_per_point(runs: List[Record]) -> str:
