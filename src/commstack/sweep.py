@@ -50,7 +50,7 @@ from commstack.placement.check import CONTRADICTS, MISMATCH_STATUS, record_place
 from commstack.progress import Progress
 from commstack.run_order import rotated  # noqa: F401 (commstack.sweep.rotated, as before)
 from commstack.store import campaign as store
-from commstack.store import tidy_index
+from commstack.store import state_log, tidy_index
 from commstack.store.campaign import Campaign
 from commstack.store.files import write_new, write_new_json
 from commstack.store.record import Placement, Record, SlurmStep, StackInfo, UcxReport
@@ -602,6 +602,7 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
                 record.repeats_stopped = adaptive.stop_reason(
                     earlier + [record], matrix.benchmark.name, matrix.adaptive, repeat)
             write_new(attempt.record_path, record.dumps(attempt.path))
+            state_log.record_written(campaign.root, record)
             tidy_index.append(campaign.root, record)  # before the attempt is released
             return record
     finally:

@@ -1,9 +1,11 @@
 """Show per point and repeat what is done, failed, running, pending or skipped in a campaign.
 
-A campaign of 10,000 records is read in about a second: each attempt's record.json is read
-once, and its run status is taken from the top-level ``status`` line the store writes (one
-top-level key per line: ``Record.dumps``, or the indented JSON of schema 2); a file in any other
-form, or one whose components may not have been used, goes through ``Record.load``.
+The states come from the campaign's status log (``commstack.store.state_log``: one line per
+attempt, kept up to date by the store), read in well under a second at 100,000 records. When the
+log is missing or stale it is rebuilt from the records: each attempt's record.json is read once,
+and its run status is taken from the top-level ``status`` line the store writes (one top-level
+key per line: ``Record.dumps``, or the indented JSON of schema 2); a file in any other form, or
+one whose components may not have been used, goes through ``Record.load``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from commstack.cli.common import existing_campaign
 from commstack.machine import find_machine
 from commstack.matrix.expand import expand
 from commstack.matrix.load import load_matrix
+from commstack.store import state_log
 from commstack.store.campaign import DONE, FAILED, FAILURES, PENDING, RUNNING, Attempt, Campaign
 from commstack.store.record import Record, stored_status
 from commstack.sweep import adaptive_states, skipped_points
@@ -84,7 +87,7 @@ def execute(args: argparse.Namespace) -> int:
     unused = scan.not_used
     if unused:
         print(f"  components asked for but not used: {len(unused)} runs "
-              f"({len({r.point_id for r in unused})} points; the report lists them)")
+              f"({len({key[0] for key in unused})} points; the report lists them)")
     _print_jobs(campaign)
     return 0 if totals["failed"] == 0 else 3
 
@@ -97,7 +100,8 @@ class Scan:
     # (point, repeat) -> [(attempt folder, status)] in attempt order
     attempts: Dict[Tuple[str, int], List[Tuple[str, Optional[str]]]] = field(
         default_factory=dict)
-    not_used: List[Record] = field(default_factory=list)  # components asked for, not used
+    # attempts whose components were asked for and not used: (point, repeat, attempt)
+    not_used: List[Tuple[str, int, int]] = field(default_factory=list)
 
     def state(self, point_id: str, repeat: int) -> str:
         found = self.attempts.get((point_id, repeat), [])
@@ -112,25 +116,53 @@ class Scan:
 
 
 def scan_campaign(campaign: Campaign) -> Scan:
-    scan = Scan()
-    for name, repeat, _, folder in campaign.attempt_folders():
-        scan.attempts.setdefault((name, repeat), []).append((folder, _status(folder, scan)))
+    """The campaign's attempts from its status log, rebuilt from the records when missing or
+    stale; an attempt the log holds no status for is looked up in its folder."""
+    logged = state_log.read(campaign.root)
+    if logged is None:
+        logged = state_log.rebuild(campaign.root, lambda: scan_records(campaign))
+    scan = Scan(not_used=list(logged.not_used))
+    points = str(campaign.root / "points")
+    for (point, repeat, number), status in logged.attempts.items():
+        folder = f"{points}/{point}/rep{repeat}.try{number}"
+        if status is None:
+            status, not_used = _status(folder)
+            if status is not None:  # its runner died before noting it, or an older writer
+                state_log.finished(campaign.root, point, repeat, number, status, not_used)
+                if not_used:
+                    scan.not_used.append((point, repeat, number))
+        found = scan.attempts.setdefault((point, repeat), [])
+        found.append((folder, status))
+        if len(found) > 1:
+            found.sort(key=lambda item: _attempt_number(item[0]))
     return scan
 
 
-def _status(folder: str, scan: Scan) -> Optional[str]:
+def _attempt_number(folder: str) -> int:
+    return int(folder.rsplit(".try", 1)[1])
+
+
+def scan_records(campaign: Campaign) -> List[Tuple[Tuple[str, int, int], Optional[str], bool]]:
+    """Every attempt's status (None without a record) and whether its components went unused,
+    read from the records themselves."""
+    found = []
+    for name, repeat, number, folder in campaign.attempt_folders():
+        status, not_used = _status(folder)
+        found.append(((name, repeat, number), status, not_used))
+    return found
+
+
+def _status(folder: str) -> Tuple[Optional[str], bool]:
     path = os.path.join(folder, "record.json")
     try:
         data = _read(path)
     except FileNotFoundError:
-        return None
+        return None, False
     status = stored_status(data)
     if status is not None:
-        return status
+        return status, False
     record = Record.load(Path(path))  # another form, or components to check
-    if (record.components_used or {}).get("not_used"):
-        scan.not_used.append(record)
-    return record.status
+    return record.status, bool((record.components_used or {}).get("not_used"))
 
 
 def _read(path: str) -> bytes:

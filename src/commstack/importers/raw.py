@@ -40,6 +40,7 @@ from commstack.benchmarks.imb import OPTIONS as IMB_OPTIONS
 from commstack.benchmarks.text import strip_launcher_prefix
 from commstack.errors import CampaignError
 from commstack.matrix.model import Point
+from commstack.store import state_log
 from commstack.store.campaign import Campaign
 from commstack.store.files import read_json, write_new
 from commstack.store.record import RAW_OUTPUT, Record, StackInfo
@@ -474,6 +475,7 @@ def _write(campaign: Campaign, reading: Reading) -> Tuple[str, int]:
             stdout="stdout.txt", stderr="stderr.txt" if reading.stderr_data is not None else None,
             imported=True, source=source)
         write_new(attempt.record_path, record.dumps(attempt.path))  # as a sweep writes it
+        state_log.record_written(campaign.root, record)
     finally:
         attempt.release()
     return point.id, repeat

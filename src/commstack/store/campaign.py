@@ -6,6 +6,8 @@ Layout:
   points/<point id>/point.json      the point's parameters (written once)
   points/<point id>/rep<k>.try<n>/  one attempt at repeat k: stdout.txt, stderr.txt, record.json
   records.csv                       tidy table of every record (derived, regenerated)
+  index/                            Parquet index (store.tidy_index) and status log
+                                    (store.state_log), derived from the records
 
 An attempt directory is claimed with mkdir (exclusive) and holds a lock while it runs, so two
 runners never take the same attempt and a directory left by a killed runner is recognised.
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Iterator, List, Optional, Tuple
 
 from commstack.matrix.model import Point
+from commstack.store import state_log
 from commstack.store.files import remove_stale_temporaries, write_new_json
 from commstack.store.record import Record
 
@@ -180,6 +183,7 @@ class Campaign:
             path.mkdir()
             fd = os.open(path / ".lock", os.O_CREAT | os.O_RDWR, 0o644)
             fcntl.flock(fd, fcntl.LOCK_EX)
+            state_log.claimed(self.root, point_id, repeat, number)  # after the folder exists
             return state, Attempt(path, repeat, number, fd)
         finally:
             os.close(guard)

@@ -1,0 +1,112 @@
+"""Must show: `commstack status` reads the campaign's status log, which a real Intel MPI sweep
+keeps up to date, and gives what the records give; a log that is missing, damaged or older than
+a change to the points is rebuilt from the records; an attempt the log holds no status for is
+looked up in its folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from commstack.cli.status import scan_campaign, scan_records
+from commstack.store import state_log
+from commstack.store.campaign import Campaign
+from commstack.store.record import stored_status
+from tests.sweeps import commstack
+
+pytestmark = pytest.mark.mpi
+
+MATRIX = dedent("""
+    benchmark: imb-mpi1
+    repeats: 2
+    timeout: 120
+    stacks:
+      impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
+    parameters: {ranks_per_node: 2, msglog: "0:2", iter: 10}
+    product:
+      benchmarks: [PingPong, PingPong NoSuchBench]
+    """)
+SUMMARY = "2 done, 2 failed, 0 running, 0 pending (of 4 runs)"
+
+
+@pytest.fixture
+def campaign(impi_root, tmp_path) -> Path:
+    matrix = tmp_path / "matrices" / "local" / "m.yaml"
+    matrix.parent.mkdir(parents=True)
+    matrix.write_text(MATRIX)
+    out = commstack("run", str(matrix), "--out", str(tmp_path / "r"))
+    assert out.returncode == 3, out.stderr[-2000:]
+    return tmp_path / "r" / "local" / "m"
+
+
+def _status(root: Path) -> str:
+    out = commstack("status", str(root))
+    assert out.returncode in (0, 3), out.stderr
+    return out.stdout.strip()
+
+
+def _as_records_say(root: Path) -> dict:
+    return {key: status for key, status, _ in scan_records(Campaign(root))}
+
+
+def test_the_sweep_writes_the_log_and_status_reads_it(campaign):
+    logged = state_log.read(campaign)
+    assert logged is not None, "the sweep left no usable status log"
+    assert logged.attempts == _as_records_say(campaign)
+    assert sorted(set(logged.attempts.values())) == ["ok", "parse-error"]
+    before = state_log.log_path(campaign).read_bytes()
+    assert _status(campaign).endswith(SUMMARY)
+    assert state_log.log_path(campaign).read_bytes() == before  # read, nothing to repair
+
+
+def test_a_missing_or_damaged_log_is_rebuilt_from_the_records(campaign):
+    path = state_log.log_path(campaign)
+    path.unlink()
+    assert state_log.read(campaign) is None
+    assert _status(campaign).endswith(SUMMARY)
+    assert state_log.read(campaign).attempts == _as_records_say(campaign)
+    path.write_bytes(path.read_bytes() + b"garbage line\n")
+    assert state_log.read(campaign) is None
+    assert _status(campaign).endswith(SUMMARY)
+    assert state_log.read(campaign).attempts == _as_records_say(campaign)
+
+
+def test_a_change_to_the_points_makes_the_log_stale(campaign):
+    """An attempt removed by hand, and one added by a writer that keeps no log (as an older
+    commstack would): both change a point folder after the log, so the records are read."""
+    assert _status(campaign).endswith(SUMMARY)
+    attempts = sorted(campaign.glob("points/*/rep*.try*"))
+    ok = [a for a in attempts if stored_status((a / "record.json").read_bytes()) == "ok"]
+    shutil.rmtree(ok[0])
+    assert state_log.read(campaign) is None  # stale: its point folder changed after the log
+    assert _status(campaign).endswith("1 done, 2 failed, 0 running, 1 pending (of 4 runs)")
+    # A retry of a failed repeat written without the store's claim (no log line): now done.
+    failed = next(a for a in attempts if a != ok[0] and a not in ok)
+    retry = failed.with_name(failed.name.replace(".try1", ".try2"))
+    retry.mkdir()
+    text = (ok[1] / "record.json").read_text()
+    (retry / "record.json").write_text(text.replace('"attempt":1', '"attempt":2'))
+    assert _status(campaign).endswith("2 done, 1 failed, 0 running, 1 pending (of 4 runs)")
+    assert state_log.read(campaign).attempts == _as_records_say(campaign)
+
+
+def test_an_attempt_without_its_status_line_is_read_from_its_folder(campaign):
+    """A runner killed between writing its record and its line: the record decides, and the
+    reader adds the line."""
+    path = state_log.log_path(campaign)
+    lines = path.read_text().splitlines(keepends=True)
+    dropped = next(line for line in lines if line.startswith("s\t") and "\tparse-error\t" in line)
+    stamp = os.stat(path).st_mtime_ns
+    path.write_text("".join(line for line in lines if line != dropped))
+    os.utime(path, ns=(stamp, stamp))
+    logged = state_log.read(campaign)
+    key = tuple(dropped.split("\t")[1:4])
+    key = (key[0], int(key[1]), int(key[2]))
+    assert logged.attempts[key] is None  # claimed, no status
+    scan = scan_campaign(Campaign(campaign))
+    assert scan.state(key[0], key[1]) == "failed"
+    assert state_log.read(campaign).attempts == _as_records_say(campaign)
