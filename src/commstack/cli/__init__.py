@@ -15,7 +15,7 @@ from commstack import __version__
 COMMANDS = {"plan": "plan", "run": "run", "parse": "parse", "report": "report",
             "status": "status", "submit": "submit", "mirror": "mirror", "import": "import_",
             "compare": "compare", "tune": "tune", "machine": "machine", "rehearse": "rehearse",
-            "query": "query"}
+            "query": "query", "history": "history"}
 
 EXIT_STATUS = """\
 exit status:

@@ -4,6 +4,10 @@
                         [--where K=V] [--out cmp.md]
   commstack compare B --reference references/<machine>.yaml
   commstack compare A --write-reference references/<machine>.yaml [--tolerance 0.1]
+  commstack compare B --baseline A                      (the same as: compare A B)
+  commstack compare B --baseline-last N [--before DATE] [--results DIR]
+      the last N campaigns of B's matrix that ran before DATE (default: B's own date), searched
+      under DIR (default: B's results folder), their repeats pooled (commstack.baseline)
 
 Exit status: 0 pass, 1 a regression (or a reference value out of bounds), 2 a user error.
 """
@@ -42,6 +46,14 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metric", default=None,
                    help="parsed field to compare (default: the figure of merit per row)")
     p.add_argument("--out", type=Path, default=None, help="also write the Markdown here")
+    p.add_argument("--baseline", type=Path, default=None, metavar="CAMPAIGN",
+                   help="compare the campaign given (as B) with this one")
+    p.add_argument("--baseline-last", type=int, default=None, metavar="N",
+                   help="compare the campaign given with the last N campaigns of its matrix")
+    p.add_argument("--before", default=None, metavar="DATE",
+                   help="with --baseline-last: campaigns that ran before DATE (UTC)")
+    p.add_argument("--results", type=Path, action="append", default=None, metavar="DIR",
+                   help="with --baseline-last: where to look (default: B's results folder)")
 
 
 def _pairs(items: List[str]) -> Dict[str, str]:
@@ -67,6 +79,8 @@ def execute(args: argparse.Namespace) -> int:
     from commstack.store.files import replace, write_new
 
     where = _pairs(args.where)
+    if args.baseline is not None or args.baseline_last is not None:
+        return _against_baseline(args, where)
     if sum(x is not None for x in (args.b, args.reference, args.write_reference)) != 1:
         raise CampaignError("give exactly one of: campaign B, --reference FILE, "
                             "--write-reference FILE")
@@ -100,3 +114,35 @@ def execute(args: argparse.Namespace) -> int:
     if args.out:
         replace(args.out, text.encode())
     return 1 if failed else 0
+
+
+def _against_baseline(args: argparse.Namespace, where: Dict[str, str]) -> int:
+    """``compare B --baseline A`` or ``--baseline-last N``: the campaign given is B."""
+    from commstack import baseline
+    from commstack import compare as cmp
+    from commstack.figures import load_figures
+    from commstack.history import parse_date
+    from commstack.store.files import replace
+
+    if args.b is not None or args.reference or args.write_reference or (
+            args.baseline is not None) == (args.baseline_last is not None):
+        raise CampaignError("with a baseline give one campaign (B) and one of --baseline "
+                            "CAMPAIGN, --baseline-last N")
+    b = existing_campaign(args.a)
+    if args.baseline is not None:
+        roots = [existing_campaign(args.baseline)]
+    else:
+        search = args.results or [b.parent.parent]
+        before = parse_date(args.before) if args.before else None
+        roots = baseline.last_before(search, b, args.baseline_last, before)
+    threshold = cmp.DEFAULT_THRESHOLD if args.threshold is None else args.threshold
+    result = cmp.compare(baseline.pooled_figures(roots, args.metric), load_figures(b, args.metric),
+                         threshold, args.ignore, where)
+    if not result.matches:
+        raise CampaignError(f"no figure of {b} matches the baseline on {', '.join(result.keys)}")
+    text = (f"Baseline: {baseline.describe(roots)}\n\n"
+            + cmp.comparison_markdown(result, " + ".join(r.name for r in roots), str(b)))
+    sys.stdout.write(text)
+    if args.out:
+        replace(args.out, text.encode())
+    return 1 if result.failed else 0

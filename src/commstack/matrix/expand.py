@@ -38,6 +38,7 @@ def expand(matrix: Matrix) -> List[Point]:
 
     points: List[Point] = []
     seen = set()
+    checked = set()  # (stack, parameter names) already checked: the check reads nothing else
     for combo in itertools.product(*axes):
         values = dict(fixed)
         for part in combo:
@@ -45,7 +46,10 @@ def expand(matrix: Matrix) -> List[Point]:
         if any(matches(rule, values) for rule in matrix.exclude):
             continue
         values = S.apply(values, matrix.settings)
-        _check_flavour(matrix, values)
+        names = (values["stack"], tuple(values))
+        if names not in checked:
+            _check_flavour(matrix, values)
+            checked.add(names)
         point = Point(matrix.benchmark.name, tuple(sorted(values.items())))
         if point.id not in seen:
             seen.add(point.id)

@@ -1,5 +1,6 @@
-"""A campaign's attempt states in one small file: ``<campaign>/index/status.log``, derived from
-the records and kept up to date by the store, so that ``commstack status`` reads one file instead
+"""A campaign's attempt states in one small file: ``<campaign>/index/.status.log``, derived from
+the records and kept up to date by the store (hidden, so that readers of the folder as a
+Parquet dataset skip it), so that ``commstack status`` reads one file instead
 of every record (100,000 records: README, Measured).
 
 One line per event, appended by the process that caused it (one ``write`` of a short line to a
@@ -17,7 +18,7 @@ reader scans the records as before and writes the log afresh (``rebuild``). An a
 names as claimed but without a status (a runner still at work, or one killed between writing
 its record and its line) is looked up in its folder on every read.
 
-A rebuild holds ``index/status.lock`` exclusively while it scans and replaces the log; appenders
+A rebuild holds ``index/.status.lock`` exclusively while it scans and replaces the log; appenders
 hold it shared, so no line is appended to a log being replaced. The log is derived: any failure
 to write it leaves the campaign as it was and readers fall back to the records.
 """
@@ -31,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
-LOG = "status.log"
-LOCK = "status.lock"
+LOG = ".status.log"
+LOCK = ".status.lock"
 FOLDER = "index"
 HEADER = b"# commstack status log 1\n"
 # A line longer than this is not one the store wrote (bounded reading of a damaged file).
@@ -184,6 +185,6 @@ def _write(root: Path, found: List[Tuple[AttemptKey, Optional[str], bool]]) -> N
         else:
             lines.append(f"s\t{point}\t{repeat}\t{attempt}\t{status}\t{'u' if not_used else '-'}\n")
     path = log_path(root)
-    tmp = path.with_name(f".{LOG}.{os.getpid()}.tmp")
+    tmp = path.with_name(f"{LOG}.{os.getpid()}.tmp")
     tmp.write_text("".join(lines))
     os.replace(tmp, path)

@@ -42,7 +42,7 @@ from commstack.store.files import AlreadyExists, _temporary, write_new
 from commstack.store.record import Record
 
 INDEX_DIR = "index"
-FORMAT = "1"  # the index's own version, in every part's metadata: another one means a rebuild
+FORMAT = "2"  # the index's own version, in every part's metadata: another one means a rebuild
 _FORMAT_KEY = "commstack.index"
 # Parts written one per record before they are merged: more than this and `append` merges.
 MAX_PARTS = 64
@@ -63,6 +63,9 @@ COLUMNS: Tuple[Tuple[str, str], ...] = (
     ("row_key", "string"),
     ("row_status", "string"), ("metric", "string"), ("value", "float64"), ("unit", "string"),
     ("lower_is_better", "bool_"),
+    # What ties a row to its run over time (format 2): the session that ran it (its provenance
+    # in sessions/<session>/, see commstack.store.results) and the Slurm job, if any.
+    ("session", "string"), ("job_id", "string"),
 )
 KEY = ("point_id", "repeat", "attempt")
 _OWN_COLUMNS = ("benchmark", "np", "bytes", "mode")  # row keys with a column of their own
@@ -90,6 +93,7 @@ def rows_of(record: Record) -> List[Dict[str, Any]]:
         "placement": record.placement.verdict if record.placement else None,
         "start": record.start, "duration_s": record.duration_s, "imported": record.imported,
         "params": json.dumps(record.params, sort_keys=True, default=str),
+        "session": record.session, "job_id": record.slurm.job_id if record.slurm else None,
     }
     if not record.parsed:
         return [base]
