@@ -25,7 +25,8 @@ IDENTITY = ("flavour", "mpi_version", "spack_hash")  # what a stack change is to
 _QUERY = """
     SELECT machine, stack, benchmark, test, np, bytes, mode, row_key, metric, unit,
            lower_is_better, params, campaign, start, value, flavour, mpi_version, spack_hash,
-           origin
+           origin, coalesce(oversubscribed, false) OR coalesce(placement = 'contradicts', false)
+           AS unclean
     FROM results
     WHERE status = 'ok' AND coalesce(row_status, 'ok') = 'ok' AND value IS NOT NULL
 """
@@ -47,6 +48,8 @@ class Entry:
     origin: str
     center: Optional[Center] = None
     change: Optional[str] = None  # what changed in the stack since the entry before
+    # a run oversubscribed its cores, or its placement contradicted the mapping asked for
+    unclean: bool = False
 
 
 @dataclass
@@ -122,6 +125,7 @@ def history(con, where: Dict[str, str], since: Optional[float] = None,
             entry = entries[key][row["campaign"]] = Entry(
                 row["campaign"], start, [], {c: row[c] for c in IDENTITY}, row["origin"])
         entry.samples.append(float(row["value"]))
+        entry.unclean = entry.unclean or bool(row["unclean"])
         if start is not None and (entry.date is None or start < entry.date):
             entry.date = start
         for c in IDENTITY:  # a campaign that mixes identities shows them all

@@ -15,7 +15,8 @@ from commstack import __version__
 COMMANDS = {"plan": "plan", "run": "run", "parse": "parse", "report": "report",
             "status": "status", "submit": "submit", "mirror": "mirror", "import": "import_",
             "compare": "compare", "tune": "tune", "machine": "machine", "rehearse": "rehearse",
-            "query": "query", "history": "history"}
+            "query": "query", "history": "history",
+            "dashboard": "dashboard"}
 
 EXIT_STATUS = """\
 exit status:

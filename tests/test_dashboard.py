@@ -1,0 +1,137 @@
+"""Must show: `commstack dashboard` of the quick sweep (real Intel MPI runs, one with a failing
+benchmark name beside it) and of the Betzy reference imports, opened in a real headless browser
+(Debian's Chromium through Selenium's WebDriver): the page loads offline with no console error,
+each plot renders its traces, a filter changes what is shown, failed and unclean runs are marked.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from tests.conftest import REPO
+from tests.sweeps import commstack
+
+pytestmark = pytest.mark.mpi
+pytest.importorskip("plotly", reason="skipped: plotly not installed (pip install 'commstack[dashboard]')")
+pytest.importorskip("duckdb", reason="skipped: DuckDB not installed (pip install 'commstack[query]')")
+webdriver = pytest.importorskip(
+    "selenium.webdriver", reason="skipped: selenium not installed (pip install 'commstack[dashboard]')")
+
+FAILING = dedent("""
+    benchmark: imb-mpi1
+    repeats: 2
+    timeout: 120
+    stacks:
+      impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
+    parameters: {ranks_per_node: 2, msglog: "0:2", iter: 10}
+    product:
+      benchmarks: [PingPong, PingPong NoSuchBench]
+    """)
+
+
+def _browser():
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not chromium or not driver:
+        pytest.skip("skipped: no Chromium (apt install chromium chromium-driver; "
+                    "scripts/system-packages.txt group dashboard)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,1000",
+                "--disable-dev-shm-usage"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(driver), options=options)
+
+
+@pytest.fixture(scope="module")
+def site(impi_root, tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("dashboard")
+    matrices = tmp / "matrices" / "local"
+    matrices.mkdir(parents=True)
+    shutil.copy(REPO / "matrices" / "local" / "quick.yaml", matrices / "quick.yaml")
+    (matrices / "failing.yaml").write_text(FAILING)
+    results = tmp / "results"
+    run = commstack("run", str(matrices / "quick.yaml"), "--out", str(results), timeout=1800)
+    assert run.returncode == 0, run.stderr[-3000:]
+    run = commstack("run", str(matrices / "failing.yaml"), "--out", str(results))
+    assert run.returncode == 3, run.stderr[-3000:]
+    shutil.copytree(REPO / "results" / "betzy", results / "betzy",
+                    ignore=shutil.ignore_patterns("index", "report"))
+    out = commstack("dashboard", str(results), "--out", str(tmp / "site"))
+    assert out.returncode == 0, out.stderr
+    return tmp / "site"
+
+
+@pytest.fixture(scope="module")
+def browser(site):
+    driver = _browser()
+    driver.get((site / "index.html").as_uri())
+    yield driver
+    driver.quit()
+
+
+def _plotted(driver, plot: str) -> list:
+    return driver.execute_script(
+        f"return document.getElementById('{plot}').data.map(t => t.name)")
+
+
+def test_the_page_is_self_contained(site):
+    text = (site / "index.html").read_text()
+    assert "<script src" not in text and "https://" not in text.split("<script>")[0]
+    data = json.loads(text.split('<script id="data" type="application/json">')[1]
+                      .split("</script>")[0].replace("<\\/", "</"))
+    assert {c["machine"] for c in data["campaigns"]} == {"local", "betzy"}
+    assert data["failed_total"] == 2
+
+
+def test_loads_without_console_errors_and_every_plot_renders(browser):
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []
+    for plot in ("plot-sizes", "plot-history"):
+        traces = browser.execute_script(
+            f"return document.querySelectorAll('#{plot} .scatterlayer .trace').length")
+        assert traces > 0, f"{plot} drew nothing"
+        points = browser.execute_script(
+            f"return document.querySelectorAll('#{plot} .scatterlayer .point').length")
+        assert points > 0
+
+
+def test_a_filter_changes_what_is_shown(browser, tmp_path):
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element("id", "f-machine")).select_by_value("local")
+    local = _plotted(browser, "plot-sizes")
+    assert local and all(name.startswith("local | ") for name in local)
+    Select(browser.find_element("id", "f-machine")).select_by_value("betzy")
+    betzy = _plotted(browser, "plot-sizes")
+    assert betzy and all(name.startswith("betzy | ") for name in betzy)
+    rows = browser.execute_script("return document.querySelectorAll('#campaigns tr').length")
+    assert rows == 2  # header + the one Betzy campaign
+    assert "betzy" in browser.find_element("id", "shown").text or betzy
+    browser.save_screenshot(str(tmp_path / "page.png"))
+    assert (tmp_path / "page.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_failed_and_unclean_runs_are_marked(browser):
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element("id", "f-machine")).select_by_value("local")
+    failed = browser.find_element("id", "failed").text
+    assert failed.count("parse-error") == 2
+    bad = browser.execute_script(
+        "return [...document.querySelectorAll('#campaigns td.bad')].map(td => td.textContent)")
+    assert "2" in bad  # the failing campaign's failed count, highlighted
+    # 4 ranks on this machine's 2 CPUs are oversubscribed: hollow markers
+    symbols = browser.execute_script(
+        "return document.getElementById('plot-sizes').data.flatMap(t => t.marker.symbol)")
+    cpus = len(__import__("os").sched_getaffinity(0))
+    if cpus < 4:
+        assert "circle-open" in symbols
+    assert "circle" in symbols or cpus < 2
