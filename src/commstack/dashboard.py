@@ -275,10 +275,12 @@ function draw() {
     'shown: ' + s + ' of ' + st + ' size curves, ' + h + ' of ' + ht + ' history series' +
     (st > s || ht > h ? ' (at most ' + MAX_TRACES + ' each: narrow the filters)' : '');
   const campaigns = DATA.campaigns.filter(c => val('f-machine') === ALL || c.machine === val('f-machine'));
-  table('campaigns', campaigns, ['machine', 'campaign', 'runs', 'failed', 'unclean', 'first', 'last', 'mpi_version', 'imported']);
+  table('campaigns', campaigns,
+        ['machine', 'campaign', 'runs', 'failed', 'unclean', 'first', 'last', 'mpi_version', 'imported']);
   const failed = DATA.failed.filter(f => (val('f-machine') === ALL || f.machine === val('f-machine')) &&
                                          (val('f-stack') === ALL || f.stack === val('f-stack')));
-  table('failed', failed, ['machine', 'campaign', 'stack', 'point_id', 'repeat', 'attempt', 'status', 'start', 'params']);
+  table('failed', failed,
+        ['machine', 'campaign', 'stack', 'point_id', 'repeat', 'attempt', 'status', 'start', 'params']);
   document.getElementById('failed-note').textContent = DATA.failed_total + ' failed run(s) in all' +
     (DATA.failed.length < DATA.failed_total ? '; the first ' + DATA.failed.length + ' listed' : '');
 }

@@ -10,16 +10,6 @@ from __future__ import annotations
 import errno
 import os
 
-from commstack.benchmarks.base import ParseError
-from commstack.launch.command import LaunchError
-from commstack.launch.stack import StackError
-from commstack.launch.submit import SubmitError
-from commstack.machine import MachineError
-from commstack.matrix.model import MatrixError
-from commstack.optional import MissingOptionalDependency
-from commstack.store.files import AlreadyExists
-from commstack.store.record import RecordError
-
 USER_ERROR_EXIT = 2
 SYSTEM_ERROR_EXIT = 4
 
@@ -28,8 +18,24 @@ class CampaignError(ValueError):
     """A results directory that is not a campaign, or a campaign with nothing to show."""
 
 
-USER_ERRORS = (MatrixError, StackError, LaunchError, ParseError, AlreadyExists, CampaignError,
-               FileNotFoundError, SubmitError, MachineError, RecordError, MissingOptionalDependency)
+def __getattr__(name: str):
+    """``USER_ERRORS``, imported when first asked for: the error types live with the code that
+    raises them, and importing all of it would cost every command (``status``) a third of a
+    second before it does anything."""
+    if name != "USER_ERRORS":
+        raise AttributeError(name)
+    from commstack.benchmarks.base import ParseError
+    from commstack.launch.command import LaunchError
+    from commstack.launch.stack import StackError
+    from commstack.launch.submit import SubmitError
+    from commstack.machine import MachineError
+    from commstack.matrix.model import MatrixError
+    from commstack.optional import MissingOptionalDependency
+    from commstack.store.files import AlreadyExists
+    from commstack.store.record import RecordError
+
+    return (MatrixError, StackError, LaunchError, ParseError, AlreadyExists, CampaignError,
+            FileNotFoundError, SubmitError, MachineError, RecordError, MissingOptionalDependency)
 
 # What the file system or the machine refused; EBADF, EINVAL and the like are bugs of ours.
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG}

@@ -19,13 +19,12 @@ from typing import Dict, List, Optional, Tuple
 
 from commstack.adaptive import within
 from commstack.cli.common import existing_campaign
-from commstack.machine import find_machine
 from commstack.matrix.expand import expand
 from commstack.matrix.load import load_matrix
-from commstack.store import state_log
+from commstack.matrix.model import Point
+from commstack.store import expansion_cache, state_log
 from commstack.store.campaign import DONE, FAILED, FAILURES, PENDING, RUNNING, Attempt, Campaign
 from commstack.store.record import Record, stored_status
-from commstack.sweep import adaptive_states, skipped_points
 
 SKIPPED = "skipped"
 STATES = ("done", "failed", "running", "pending", SKIPPED)
@@ -47,28 +46,45 @@ def execute(args: argparse.Namespace) -> int:
         return _recorded_only(campaign, args.verbose)
     matrix_path = args.matrix or _last_matrix(campaign)
     matrix = load_matrix(matrix_path)
-    points = expand(matrix)
-    skipped = skipped_points(matrix, points, find_machine(campaign.machine, matrix_path.parent))
+    # Which points `run` skips here depends only on optional stacks: a matrix of fixed repeats
+    # without one needs the points' ids alone (kept beside the status log: store.expansion_cache).
+    ids = None
+    if not args.verbose and matrix.adaptive is None and \
+            not any(s.optional for s in matrix.stacks.values()):
+        ids = expansion_cache.ids(campaign.root, matrix, expand)
+    skipped: Dict[str, str] = {}
+    points: Dict[str, Point] = {}
+    if ids is None:
+        from commstack.machine import find_machine
+        from commstack.sweep import skipped_points
+
+        expanded = expansion_cache.points(campaign.root, matrix, expand)
+        skipped = skipped_points(matrix, expanded, find_machine(campaign.machine,
+                                                                matrix_path.parent))
+        ids = [point.id for point in expanded]
+        points = {point.id: point for point in expanded}
     totals: Counter = Counter()
     if args.verbose:
         print(LEGEND)
     scan = scan_campaign(campaign)
-    ids = {point: point.id for point in points}
     stops: Counter = Counter()
-    for point in points:
+    for point_id in ids:
         why = None
         if matrix.adaptive is not None:
-            states, why = adaptive_states(campaign, point, matrix, scan.state)
+            from commstack.sweep import adaptive_states
+
+            states, why = adaptive_states(campaign, points[point_id], matrix, scan.state)
             stops[why.split(":")[0] if why else "taking repeats"] += 1
         else:
-            states = [scan.state(ids[point], r) for r in range(1, matrix.repeats + 1)]
+            states = [scan.state(point_id, r) for r in range(1, matrix.repeats + 1)]
         # A run that `run` skips here (optional stack without its binaries) is not pending;
         # one that ran before, where the binaries were found, keeps its state.
-        states = [SKIPPED if s == "pending" and ids[point] in skipped else s for s in states]
+        if point_id in skipped:
+            states = [SKIPPED if s == "pending" else s for s in states]
         totals.update(states)
         if args.verbose:
-            params = " ".join(f"{k}={v}" for k, v in point.params)
-            print(f"{ids[point]}  {' '.join(s[0] for s in states)}  {params}"
+            params = " ".join(f"{k}={v}" for k, v in points[point_id].params)
+            print(f"{point_id}  {' '.join(s[0] for s in states)}  {params}"
                   + (f"  [{why}]" if why else ""))
     total = sum(totals.values())
     summary = ", ".join(f"{totals[s]} {s}" for s in STATES if s != SKIPPED or totals[s])
@@ -80,9 +96,9 @@ def execute(args: argparse.Namespace) -> int:
               + ", ".join(f"{stops[k]} point{'s' * (stops[k] != 1)} {label}" for k, label in (
                   ("precise", "precise"), ("max reached", "at max"),
                   ("taking repeats", "still taking repeats")) if stops[k]))
-    skipped_here = [p for p in points if p.id in skipped and
-                    any(scan.state(p.id, r) == "pending" for r in range(1, matrix.repeats + 1))]
-    for why, count in Counter(skipped[p.id] for p in skipped_here).items():
+    skipped_here = [i for i in skipped if
+                    any(scan.state(i, r) == "pending" for r in range(1, matrix.repeats + 1))]
+    for why, count in Counter(skipped[i] for i in skipped_here).items():
         print(f"  skipped: {count} points x {matrix.repeats} repeats: {why}")
     unused = scan.not_used
     if unused:
