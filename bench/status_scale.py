@@ -3,8 +3,9 @@ tree's, on the campaigns ``report_scale.py`` generates (real IMB-MPI1 rows, writ
 store's own record writer; 1,000 / 10,000 / 100,000 records).
 
 The generator writes records as an older commstack did (no status log), so the working tree's
-first ``status`` finds no log and rebuilds it from the records ("new, rebuilding"); the runs
-after it read the log ("new, log kept"), as after ``commstack run``, which keeps the log as it
+first ``status`` finds no log and rebuilds it from the records, and expands the matrix once
+("new, rebuilding"); the runs after it read the log and the expanded points ("new, log kept"), as
+every ``status`` after the first following a ``commstack run``, which keeps the log as it
 writes. Each command runs in a child process (wall time, peak RSS; report_scale.measure); medians
 over ``--repeats``.
 
@@ -57,6 +58,8 @@ def main() -> int:
             row = {"size": size, "records": count}
             row["today"] = rs.run_cli(worktree / "src", command, 600, args.repeats, None)
             state_log.log_path(campaign).unlink(missing_ok=True)
+            for cached in (campaign / "index").glob(".[pi][od]*-*"):  # .points-*, .ids-*
+                cached.unlink()
             row["new_rebuilding"] = rs.run_cli(rs.ROOT / "src", command, 600, 1, None)
             row["new_log_kept"] = rs.run_cli(rs.ROOT / "src", command, 600, args.repeats, None)
             row["log_bytes"] = os.path.getsize(state_log.log_path(campaign))
