@@ -137,7 +137,7 @@ def _against_baseline(args: argparse.Namespace, where: Dict[str, str]) -> int:
         roots = baseline.last_before(search, b, args.baseline_last, before)
     threshold = cmp.DEFAULT_THRESHOLD if args.threshold is None else args.threshold
     result = cmp.compare(baseline.pooled_figures(roots, args.metric), load_figures(b, args.metric),
-                         threshold, args.ignore, where)
+                         threshold, args.ignore, where, args.alpha, args.correction)
     if not result.matches:
         raise CampaignError(f"no figure of {b} matches the baseline on {', '.join(result.keys)}")
     text = (f"Baseline: {baseline.describe(roots)}\n\n"
