@@ -10,8 +10,8 @@ file opened with O_APPEND, so lines of concurrent runners never interleave)::
     s <TAB> point <TAB> repeat <TAB> attempt <TAB> status <TAB> u   record written (u: components
                                                                    asked for but not used, else -)
 
-The records stay the truth. The log is trusted only while it is newer than every point folder
-and than ``points/`` itself: creating an attempt or a point (by any writer, of any version, or by
+The records stay the truth. The log is trusted only while it is strictly newer than every point
+folder and than ``points/`` itself: creating an attempt or a point (by any writer, of any version, or by
 hand), or removing one, changes those folders' times, and the store's writers append their line
 after that change. A log that is missing, unreadable or older than one of them is stale: the
 reader scans the records as before and writes the log afresh (``rebuild``). An attempt the log
@@ -107,7 +107,9 @@ def read(campaign_root: Path) -> Optional[Logged]:
     path = log_path(root)
     try:
         logged_at = os.stat(path).st_mtime_ns
-        if _newest_folder(root) > logged_at:
+        # Not older than: on a file system with coarse times (a second on some), a change in
+        # the log's last tick might be unseen, so an equal time is stale too.
+        if _newest_folder(root) >= logged_at:
             return None
         with open(path, "rb") as handle:
             data = handle.read()
