@@ -84,7 +84,7 @@ def _param_names(series: Sequence[Series]) -> List[str]:
     """Parameters that differ between points (the others would only lengthen the labels)."""
     keys = sorted({k for s in series for k in s.key if k not in ROW_COLUMNS})
     return [k for k in keys
-            if len({json.dumps(s.key.get(k), default=str) for s in series}) > 1]
+            if len({repr(s.key.get(k)) for s in series}) > 1]
 
 
 def _center(entry) -> Dict[str, Any]:

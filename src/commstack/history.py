@@ -21,7 +21,10 @@ from commstack.stats import Center, describe
 # Columns of the results view a point is told apart by (besides its parameters).
 ROW_COLUMNS = ("machine", "stack", "benchmark", "test", "np", "bytes", "mode", "row_key",
                "metric")
-IDENTITY = ("flavour", "mpi_version", "spack_hash")  # what a stack change is told by
+IDENTITY = ("flavour", "mpi_version", "spack_hash")
+# Columns of the query --where can name (the others are parameters).
+_ROW_KEYS = frozenset(ROW_COLUMNS) | {"unit", "lower_is_better", "campaign", "start", "value",
+                                      "origin", "unclean"} | frozenset(IDENTITY)  # what a stack change is told by
 _QUERY = """
     SELECT machine, stack, benchmark, test, np, bytes, mode, row_key, metric, unit,
            lower_is_better, params, campaign, start, value, flavour, mpi_version, spack_hash,
@@ -103,21 +106,31 @@ def history(con, where: Dict[str, str], since: Optional[float] = None,
     names = [d[0] for d in result.description]
     groups: Dict[Tuple, Series] = {}
     entries: Dict[Tuple, Dict[str, Entry]] = {}
+    # 10,000s of rows share a few hundred parameter sets (stored as sorted-key JSON): each is
+    # decoded, matched and keyed once.
+    by_text: Dict[str, Tuple[Dict[str, Any], bool, str]] = {}
     for values in result.fetchall():
         row = dict(zip(names, values))
-        params = json.loads(row["params"] or "{}")
-        if not _matches(row, params, where):
+        text = row["params"] or "{}"
+        known = by_text.get(text)
+        if known is None:
+            params = json.loads(text)
+            kept = {k: v for k, v in params.items() if k not in ignore}
+            known = by_text[text] = (params, _matches_params(params, where),
+                                     json.dumps(kept, sort_keys=True, default=str))
+        params, wanted, params_key = known
+        if not wanted or not _matches_row(row, where):
             continue
         start = row["start"]
         if (since is not None or until is not None) and start is None:
             continue
         if since is not None and start < since or until is not None and start >= until:
             continue
-        key_items = {c: row[c] for c in ROW_COLUMNS}
-        key_items.update({k: v for k, v in params.items() if k not in ignore})
-        key = tuple(sorted((k, json.dumps(v, default=str)) for k, v in key_items.items()))
+        key = (tuple(row[c] for c in ROW_COLUMNS), params_key)
         series = groups.get(key)
         if series is None:
+            key_items = {c: row[c] for c in ROW_COLUMNS}
+            key_items.update({k: v for k, v in params.items() if k not in ignore})
             series = groups[key] = Series(key_items, row["unit"], bool(row["lower_is_better"]))
             entries[key] = {}
         entry = entries[key].get(row["campaign"])
@@ -129,7 +142,8 @@ def history(con, where: Dict[str, str], since: Optional[float] = None,
         if start is not None and (entry.date is None or start < entry.date):
             entry.date = start
         for c in IDENTITY:  # a campaign that mixes identities shows them all
-            if row[c] is not None and row[c] not in str(entry.identity[c] or "").split(" | "):
+            if row[c] is not None and row[c] != entry.identity[c] and \
+                    row[c] not in str(entry.identity[c] or "").split(" | "):
                 entry.identity[c] = " | ".join(filter(None, [entry.identity[c], row[c]]))
     out = []
     for key, series in groups.items():
@@ -143,12 +157,19 @@ def history(con, where: Dict[str, str], since: Optional[float] = None,
                   + [json.dumps(s.key, sort_keys=True, default=str)])
 
 
-def _matches(row: Dict[str, Any], params: Dict[str, Any], where: Dict[str, str]) -> bool:
+def _matches_row(row: Dict[str, Any], where: Dict[str, str]) -> bool:
     for k, v in where.items():
-        if k in row and k not in ("params",):
-            if row[k] is None or str(row[k]) != v:
-                return False
-        elif k not in params or str(params[k]) != v:
+        if k in row and k != "params" and (row[k] is None or str(row[k]) != v):
+            return False
+    return True
+
+
+def _matches_params(params: Dict[str, Any], where: Dict[str, str]) -> bool:
+    """The parameter conditions (a key that is a row column is the row's to match)."""
+    for k, v in where.items():
+        if k in _ROW_KEYS:
+            continue
+        if k not in params or str(params[k]) != v:
             return False
     return True
 
@@ -170,7 +191,7 @@ def varying(series: List[Series]) -> List[str]:
     keys: List[str] = []
     for s in series:
         keys += [k for k in s.key if k not in keys]
-    return [k for k in keys if len({json.dumps(s.key.get(k), default=str) for s in series}) > 1]
+    return [k for k in keys if len({repr(s.key.get(k)) for s in series}) > 1]
 
 
 def table_rows(series: List[Series]) -> Tuple[List[str], List[List[Any]]]:
