@@ -37,7 +37,7 @@ AXES = ["I_MPI_ADJUST_ALLREDUCE", "mapping"]
 ALGORITHMS = [0, 1, 2, 3, 4, 5, 6, 7]
 DEFAULTS = {"I_MPI_ADJUST_ALLREDUCE": 0, "mapping": "block"}
 STEPS = [["I_MPI_ADJUST_ALLREDUCE"], ["mapping"]]
-REPEATS = 6
+REPEATS = 10  # --repeats; each side of a 10 vs 10 rank test can reach p = 1e-5
 VERIFY_REPEATS = 10
 CASE = """
 benchmark: imb-mpi1
@@ -48,8 +48,8 @@ stacks:
 parameters: {{stack: impi, benchmarks: Allreduce, msglog: "2:16", iter: 200, npmin: 2,
              ranks_per_node: 2}}
 """
-MATRIX = CASE.format(repeats=REPEATS) + f"""product:
-  I_MPI_ADJUST_ALLREDUCE: {ALGORITHMS}
+GRID = """product:
+  I_MPI_ADJUST_ALLREDUCE: {algorithms}
   mapping: [block, cyclic]
 """
 # Two settings measured again, interleaved: the i-th algorithm goes with the i-th mapping.
@@ -102,19 +102,22 @@ def fresh_ratio(tuned: tuple, best: tuple) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grid", type=Path, default=None, help="an existing grid campaign to reuse")
+    ap.add_argument("--repeats", type=int, default=REPEATS, help="repeats of every grid point")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args()
     os.environ.setdefault("I_MPI_ROOT", sys.prefix)
     grid = args.grid
     if grid is None:
-        grid = run_matrix(MATRIX, "grid")
+        grid = run_matrix(CASE.format(repeats=args.repeats)
+                          + GRID.format(algorithms=ALGORITHMS), "grid")
     data = measurements(grid, AXES, "Allreduce")
     full = {k: v for k, v in data.items() if all(len(s) >= 3 for s in v.values())}
 
     default_key = tuple(DEFAULTS[a] for a in AXES)
     score = ranked(full)
     geo_best = min(full, key=lambda k: score[k])
-    result = {"grid_points": len(full), "exhaustive_runs": len(full) * REPEATS,
+    result = {"grid_points": len(full), "exhaustive_runs": len(full) * args.repeats,
+              "repeats": args.repeats, "load": os.getloadavg()[0],
               "grid": str(grid),
               # For context: the best median ratio with no test at all.
               "unconstrained_best": dict(zip(AXES, geo_best)),
@@ -144,7 +147,7 @@ def main() -> int:
             "exhaustive_best": dict(zip(AXES, best)),
             "tuner_over_best": score[chosen] / score[best],
             "default_over_best": score[default_key] / score[best],
-            "tuner_runs": len(measured) * REPEATS,
+            "tuner_runs": len(measured) * args.repeats,
         }
     result["fresh"] = fresh_ratio(tuple(result["default_rule"]["tuner_choice"][a] for a in AXES),
                                   geo_best)

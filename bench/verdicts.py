@@ -101,9 +101,10 @@ def null_tuning(work: Path, cases: int) -> Dict[str, object]:
 
 
 def aa_pair(work: Path, index: int, repeats: int) -> (Path, Path):
-    """Two identical campaigns, repeats interleaved ABBA (a resumed run does only the new one)."""
+    """Two identical campaigns, repeats interleaved ABBA (a resumed run does only the new one;
+    pairs already complete under --workdir run nothing again)."""
     matrix = work / f"pair{index}" / "matrices" / "local" / "aa.yaml"
-    matrix.parent.mkdir(parents=True)
+    matrix.parent.mkdir(parents=True, exist_ok=True)  # a rerun with --workdir resumes
     out = work / f"pair{index}" / "results"
     for repeat in range(1, repeats + 1):
         matrix.write_text(AA_MATRIX.format(repeats=repeat))

@@ -74,7 +74,9 @@ def test_tuned_setting_against_an_imported_campaign(impi_root, tmp_path: Path):
     # every tuned row (Allreduce of floats: 0, 4, 8, 16 bytes) matched one imported row
     matched = re.search(r"matched figures: (\d+); only in A: 0; only in B: 0; ambiguous[^:]*: 0", text)
     assert matched and int(matched[1]) == 4
-    assert text.count("| 2/2 |") == 4  # two imported outputs, two verify repeats of the tuned setting
+    # two imported outputs, two verify repeats of the tuned setting, in each of the 4 rows
+    rows = [line for line in text.splitlines() if line.startswith("| bytes=")]
+    assert len(rows) == 4 and all(line.count("(n=2)") == 2 for line in rows), rows
 
 
 def test_a_reference_that_is_neither_csv_nor_campaign_is_refused_before_running(tmp_path: Path):
