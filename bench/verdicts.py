@@ -6,9 +6,12 @@ Three measurements with real runs (Intel MPI from PyPI, IMB-MPI1, 2 ranks on thi
    (`env.NULL_KNOB: [a, b, c, d]`, default a), cases Allreduce/Alltoall/Bcast/Allgather/Reduce/
    Gather x `env.NULL_CASE` 1..K (another variable nothing reads: K independent cases of each),
    5 repeats, `msglog 0:14`. Every case that exports a value other than `a` is a false winner.
-2. **A/A compare**: pairs of identical campaigns, their repeats interleaved in time (ABBA: repeat
-   1 of A then B, repeat 2 of B then A, ...), compared with `commstack compare`'s code; a FAIL
-   or any point called different is a false alarm.
+2. **A/A compare**: pairs of identical campaigns compared with `commstack compare`'s code; a
+   FAIL or any point called different is a false alarm. Two designs (`--design`):
+   `interleaved` (default): one sweep of two identically defined stacks `a` and `b`, the points
+   in a shuffled order within every repeat, split by stack into campaign A and B, so each A run
+   has a B run beside it in time; `abba`: two campaigns run repeat by repeat (repeat 1 of A then
+   B, repeat 2 of B then A, ...), a whole pass apart.
 3. **Power**: B of every A/A pair with every time scaled by 1.05, 1.10 and 1.20 (a planted
    slowdown of every point, as `tests/test_compare.py` plants one in copies of records): the
    share of pairs that FAIL, and of figures called a regression.
@@ -69,6 +72,22 @@ parameters:
 product:
   mapping: [block, cyclic]
 """
+INTERLEAVED_MATRIX = """
+benchmark: imb-mpi1
+repeats: {repeats}
+timeout: 300
+stacks:
+  a: {{flavour: intelmpi, prefix: "${{I_MPI_ROOT}}"}}
+  b: {{flavour: intelmpi, prefix: "${{I_MPI_ROOT}}"}}
+parameters:
+  benchmarks: PingPong Allreduce
+  msglog: "0:10"
+  iter: 50
+  ranks_per_node: 2
+product:
+  stack: [a, b]
+  mapping: [block, cyclic]
+"""
 PLANTED = (1.05, 1.10, 1.20)
 
 
@@ -115,6 +134,19 @@ def aa_pair(work: Path, index: int, repeats: int) -> (Path, Path):
     return out / "local" / "a", out / "local" / "b"
 
 
+def interleaved_pair(work: Path, index: int, repeats: int) -> (List[Figure], List[Figure]):
+    """One sweep of two identical stacks in a shuffled order, split by stack."""
+    matrix = work / f"pair{index}" / "matrices" / "local" / "aa.yaml"
+    matrix.parent.mkdir(parents=True, exist_ok=True)  # a rerun with --workdir resumes
+    matrix.write_text(INTERLEAVED_MATRIX.format(repeats=repeats))
+    run = commstack("run", str(matrix), "--out", str(work / f"pair{index}" / "results"))
+    if run.returncode != 0:
+        raise SystemExit(f"run failed ({run.returncode}): {run.stderr[-2000:]}")
+    figs = load_figures(work / f"pair{index}" / "results" / "local" / "aa")
+    return ([f for f in figs if f.params.get("stack") == "a"],
+            [f for f in figs if f.params.get("stack") == "b"])
+
+
 def scaled(figs: List[Figure], factor: float) -> List[Figure]:
     """Every figure slower by ``factor``: times multiplied, rates divided."""
     out = []
@@ -133,12 +165,15 @@ def verdict(a: List[Figure], b: List[Figure]) -> Dict[str, object]:
             "median_slowdown": cmp.median_slowdown}
 
 
-def compare_pairs(work: Path, pairs: int, repeats: int) -> Dict[str, object]:
+def compare_pairs(work: Path, pairs: int, repeats: int, design: str) -> Dict[str, object]:
     start = time.time()
     results: Dict[str, List[dict]] = {"aa": [], **{f"x{f:.2f}": [] for f in PLANTED}}
     for i in range(pairs):
-        a_dir, b_dir = aa_pair(work, i, repeats)
-        a, b = load_figures(a_dir), load_figures(b_dir)
+        if design == "abba":
+            a_dir, b_dir = aa_pair(work, i, repeats)
+            a, b = load_figures(a_dir), load_figures(b_dir)
+        else:
+            a, b = interleaved_pair(work, i, repeats)
         results["aa"].append(verdict(a, b))
         for factor in PLANTED:
             results[f"x{factor:.2f}"].append(verdict(a, scaled(b, factor)))
@@ -157,7 +192,7 @@ def compare_pairs(work: Path, pairs: int, repeats: int) -> Dict[str, object]:
                                                 for r in rows) / figures),
                 "median_slowdowns": [round(r["median_slowdown"], 4) for r in rows]}
 
-    return {"repeats": repeats, "seconds": round(time.time() - start),
+    return {"design": design, "repeats": repeats, "seconds": round(time.time() - start),
             **{k: rates(v) for k, v in results.items()}}
 
 
@@ -167,6 +202,8 @@ def main() -> int:
                     help="independent cases per collective (6 collectives each; default 5: 30)")
     ap.add_argument("--pairs", type=int, default=10, help="A/A campaign pairs (default 10)")
     ap.add_argument("--repeats", type=int, default=7, help="repeats per A/A campaign (default 7)")
+    ap.add_argument("--design", choices=("interleaved", "abba"), default="interleaved",
+                    help="how the A/A pairs are taken (see above)")
     ap.add_argument("--skip-null", action="store_true")
     ap.add_argument("--skip-compare", action="store_true")
     ap.add_argument("--workdir", type=Path, default=None, help="keep the campaigns here")
@@ -177,13 +214,15 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     result: Dict[str, object] = {"load_before": os.getloadavg()[0]}
     if not args.skip_compare:
-        result["compare"] = compare_pairs(work, args.pairs, args.repeats)
+        result["compare"] = compare_pairs(work, args.pairs, args.repeats, args.design)
     if not args.skip_null:
         result["null_tuning"] = null_tuning(work, args.null_cases)
     result["load_after"] = os.getloadavg()[0]
     print(json.dumps(result, indent=1))
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "verdicts.json").write_text(json.dumps(result, indent=1) + "\n")
+    name = "verdicts.json" if args.skip_null == args.skip_compare else (
+        "verdicts_null.json" if args.skip_compare else f"verdicts_{args.design}.json")
+    (args.out / name).write_text(json.dumps(result, indent=1) + "\n")
     missed = []
     null = result.get("null_tuning")
     if null and null["rate"] is not None and null["rate"] > 0.05:

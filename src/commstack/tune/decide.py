@@ -12,11 +12,12 @@ is not a win. At a size a candidate is
 * ``same``: otherwise (including too few repeats to tell).
 
 A candidate that is worse at any size is out (unless ``allow_losses``), so a tuned setting is
-never slower than the default where the tests can tell. Among the others the winner is the one
-better at the most sizes (with ``allow_losses``: better minus worse), ties broken by the median of
-its speed-ups over the sizes (a median, not a sum or mean of ratios: Hoefler & Belli, rule 4); a
-candidate better nowhere never wins, and the incumbent stays. Bands name the best candidate per
-run of message sizes, only where one is better.
+never slower than the default where the tests can tell. Among the others whose median speed-up
+over the sizes is at least 1 (not typically slower), the winner is the one better at the most
+sizes (with ``allow_losses``: better minus worse), ties broken by that median speed-up (a median,
+not a sum or mean of ratios: Hoefler & Belli, rule 4); a candidate better nowhere never wins, and
+the incumbent stays. One better at some sizes but typically slower is left to the bands, which
+name the best candidate per run of message sizes, only where one is better.
 """
 
 from __future__ import annotations
@@ -134,9 +135,11 @@ def decide(measurements: Measurements, incumbent: Hashable, rule: Rule = Rule())
             wins=sum(c.call == BETTER for c in by_size.values()),
             losses=sum(c.call == WORSE for c in by_size.values()),
             median_speedup=1 / statistics.median(ratios) if ratios else 1.0)
+    # A win at some sizes does not make a setting better where it is typically slower: such a
+    # candidate stays in the bands (a per-size choice), not the step's winner.
     contenders = [c for c, s in outcome.scores.items()
                   if c != incumbent and s.wins and (rule.allow_losses or s.eligible)
-                  and s.key(rule.allow_losses)[0] > 0]
+                  and s.key(rule.allow_losses)[0] > 0 and s.median_speedup >= 1]
     if contenders:
         outcome.winner = max(contenders, key=lambda c: outcome.scores[c].key(rule.allow_losses))
     outcome.bands = _bands(measurements, found, incumbent)
