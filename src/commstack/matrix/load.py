@@ -82,6 +82,7 @@ def matrix_from_text(path: Path, text: str) -> Matrix:
         repeats_across=data.get("repeats_across", "allocation"),
         timeout=float(data.get("timeout", DEFAULT_TIMEOUT_S)),
         description=data.get("description", ""),
+        deviations=[str(d) for d in data.get("deviations", [])],
         parameters=dict(data.get("parameters", {})),
         product={k: list(v) for k, v in data.get("product", {}).items()},
         zip=[{k: list(v) for k, v in group.items()} for group in data.get("zip", [])],
@@ -309,6 +310,7 @@ def _stack(path: Path, name: str, spec: Dict[str, Any]) -> Stack:
         optional=bool(spec.get("optional", False)),
         conduit=spec.get("conduit"),
         unresolved=unresolved,
+        deviations=tuple(str(d) for d in spec.get("deviations", ())),
         **fields,
     )
 
