@@ -204,9 +204,10 @@ def external_readings(packages: Optional[Path]) -> List[Reading]:
             continue
         probe = ext.VERSION_PROBES.get(e.package)
         if probe and e.version:
+            agrees = ext.same_version if e.version != ext.ANY_VERSION else lambda d, m: True
             out.append(_read(Reading(f"external {e.package}: version", e.version,
                                      file="packages.yaml", path=("external", e.spec),
-                                     agrees=ext.same_version), lambda p=probe, x=e: p(x)))
+                                     agrees=agrees), lambda p=probe, x=e: p(x)))
         for module in e.modules:
             out.append(_read(Reading(f"external {e.label}: module {module}", True,
                                      file="packages.yaml"),

@@ -99,8 +99,10 @@ def external_specs(packages: Path) -> List[Spec]:
                               lambda d, m: m is True, source="packages.yaml"))
         probe = ext.VERSION_PROBES.get(e.package)
         if probe and e.version:
+            # @os (NERSC's spelling): whatever version the site installs; read, never wrong.
+            agrees = ext.same_version if e.version != ext.ANY_VERSION else lambda d, m: True
             specs.append(Spec(f"external {e.label}: version", e.version,
-                              _version(e, probe), ext.same_version, source="packages.yaml"))
+                              _version(e, probe), agrees, source="packages.yaml"))
         for module in e.modules:
             specs.append(Spec(f"external {e.label}: module {module}", True,
                               lambda m=module: probes.environment_module(m), equal,
