@@ -142,3 +142,24 @@ def test_scrub_removes_home_directories():
     assert scrub(f"{home}/.cache/commstack/spack/bin/spack") == "~/.cache/commstack/spack/bin/spack"
     assert scrub("/home/alice/x and /home/bob") == "~/x and ~"
 
+
+
+@pytest.mark.spack
+@pytest.mark.slow
+def test_spack_external_find_reads_the_stack_beside_the_committed_externals():
+    """`spack external find` into a scratch scope: what Spack detects at the committed
+    externals' prefixes, with the version it reads, beside packages.yaml's."""
+    from tests import spack_support
+
+    if spack_support.find_spack() is None:
+        pytest.skip(spack_support.spack_skip_reason())
+    if shutil.which("lstopo") is None:
+        pytest.skip("skipped: no hwloc (lstopo) for Spack to detect")
+    machine = load_machine_file(SITES / "local" / "machine.yaml")
+    readings = [r for r in capture_readings(machine, SITES / "local" / "packages.yaml")
+                if r.fact.startswith("external ") and " at " in r.fact
+                or r.fact == "spack external find"]
+    assert readings and all(r.read and r.command.startswith("spack external find --scope user")
+                            for r in readings), [(r.fact, r.note) for r in readings]
+    hwloc = next(r for r in readings if r.fact == "external hwloc at /usr: spack version")
+    assert hwloc.committed == "2.9.0" and hwloc.value == "2.9.0" and not hwloc.differs
