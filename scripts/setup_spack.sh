@@ -4,9 +4,11 @@
 #   scripts/setup_spack.sh [--spack-clone DIR] [--packages-clone DIR] [--sources-dir DIR] [-j N]
 # --spack-clone, --packages-clone: clones to clone Spack/spack-packages from (offline; default
 #   GitHub). --sources-dir: the source clones of packages/mirror-sources.tsv (default
-#   ~/.cache/commstack/src; missing ones are fetched from their git_url).
+#   ~/.cache/commstack/src; missing ones are fetched from their git_url). --where: print
+#   the Spack, its root and the spack-packages clone this run would use, and exit.
 # Spack: $COMMSTACK_SPACK, else spack on PATH, else ~/.cache/commstack/spack (cloned if absent),
-# as src/commstack/spack.py finds it; spack-packages beside it (<spack clone>/../spack-packages),
+# as src/commstack/spack.py finds it, symbolic links resolved (a /usr/local/bin/spack pointing
+# into a clone has the clone as its root); spack-packages beside it (<spack clone>/../spack-packages),
 # registered in Spack's site scope. Mirror: $COMMSTACK_SPACK_MIRROR, else
 # ~/.cache/commstack/mirror, the one site-configs/local/include.yaml names. Idempotent: a run
 # with everything in place says "nothing to do".
@@ -19,18 +21,32 @@ spack_from=https://github.com/spack/spack
 packages_from=https://github.com/spack/spack-packages
 sources=$cache/src
 jobs=2
+where_only=
 while [ $# -gt 0 ]; do
     case "$1" in
         --spack-clone) spack_from=$2; shift 2 ;;
         --packages-clone) packages_from=$2; shift 2 ;;
         --sources-dir) sources=$2; shift 2 ;;
         -j) jobs=$2; shift 2 ;;
-        -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --where) where_only=1; shift ;;
+        -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "setup_spack: unknown argument $1 (--help)" >&2; exit 2 ;;
     esac
 done
 
 die() { echo "setup_spack: error: $*" >&2; exit 1; }
+
+# Where Spack is: its root is the clone the executable lives in, wherever a link to it sits.
+if [ -n "${COMMSTACK_SPACK:-}" ]; then spack=$COMMSTACK_SPACK
+elif type -P spack >/dev/null; then spack=$(type -P spack)
+else spack=$cache/spack/bin/spack; fi
+[ -L "$spack" ] && spack=$(readlink -f "$spack")
+spack_root=$(dirname "$(dirname "$spack")")
+packages=$(dirname "$spack_root")/spack-packages
+if [ -n "$where_only" ]; then
+    printf 'spack: %s\nspack root: %s\nspack-packages: %s\n' "$spack" "$spack_root" "$packages"
+    exit 0
+fi
 changed=()
 t_all=$SECONDS
 t0=$SECONDS
@@ -67,10 +83,6 @@ else
 fi
 
 # 3. Spack and the builtin package repository (spack-packages), registered in Spack's site scope.
-if [ -n "${COMMSTACK_SPACK:-}" ]; then spack=$COMMSTACK_SPACK
-elif type -P spack >/dev/null; then spack=$(type -P spack)
-else spack=$cache/spack/bin/spack; fi
-spack_root=$(dirname "$(dirname "$spack")")
 export SPACK_DISABLE_LOCAL_CONFIG=1 SPACK_PYTHON=${SPACK_PYTHON:-$VENV/bin/python}
 export SPACK_USER_CONFIG_PATH=${SPACK_USER_CONFIG_PATH:-$cache/spack-user-config}
 export SPACK_USER_CACHE_PATH=${SPACK_USER_CACHE_PATH:-$cache/spack-user-cache}
@@ -79,7 +91,6 @@ if [ ! -x "$spack" ]; then
     clone_at "$spack_from" "$spack_root" "$SPACK_REF"
     what="cloned $spack_from at ${SPACK_REF:0:9} into $spack_root"
 fi
-packages=$(dirname "$spack_root")/spack-packages
 if ! "$spack" config --scope site get repos | grep -q "destination: $packages$"; then
     [ -d "$packages" ] || clone_at "$packages_from" "$packages" "$PACKAGES_REF"
     "$spack" repo set --scope site --destination "$packages" builtin >/dev/null

@@ -5,7 +5,8 @@ glibc of that site's compute nodes.
 Spack >= 1.0 reads the libc from the C compiler of the machine that solves (it runs the compiler
 and its dynamic linker) and stamps that machine's OS on every node, so a lock solved here would
 carry Debian 12 and glibc 2.36. Each site declares what its nodes run in machine.yaml
-(``os: {spack_os, glibc, source}``); this script solves with those instead:
+(``os: {spack_os, glibc, source}``; where they are VERIFY, the provisional ``os.solve_as``);
+this script solves with those instead:
 
     .venv/bin/python scripts/site_lock.py betzy [bm-optimized3-36 perlmutter]
 
@@ -73,7 +74,18 @@ def site_os(machine: str) -> dict:
     if not isinstance(declared, dict) or not {"spack_os", "glibc"} <= set(declared):
         raise SystemExit(f"site_lock.py: {facts_file.relative_to(REPO)} declares no "
                          "os: {spack_os, glibc} (the nodes' OS and C library)")
-    return declared
+    return solved_for(declared, str(facts_file.relative_to(REPO)))
+
+
+def solved_for(declared: dict, where: str = "machine.yaml") -> dict:
+    """The OS and glibc a lock is solved for: os: itself, or where it says VERIFY (no source
+    names them) its provisional os.solve_as."""
+    if "VERIFY" not in (declared["spack_os"], str(declared["glibc"])):
+        return declared
+    if "solve_as" not in declared:
+        raise SystemExit(f"site_lock.py: {where}: os: is VERIFY and gives no solve_as: "
+                         "{spack_os, glibc, why} to solve the lock for until it is read")
+    return {**declared, **declared["solve_as"]}
 
 
 def relock(machine: str) -> Path:

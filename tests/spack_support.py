@@ -31,36 +31,6 @@ def install_imb_mpich(workdir: Path) -> Path:
     return install_view_bin(IMB_MPICH_ENV, workdir, "IMB-MPI1")
 
 
-IMB_OMPI_UCC_ENV = SPACK_ENVS_DIR / "imb-ompi-ucc"
-#: sha256 of Debian's openmpi_4.1.4.orig.tar.xz (openmpi@4.1.4-debian) and of UCC 1.3.0's tag archive
-OMPI_4_1_4_DEBIAN = "ddaee7dbdb01eb4fab1fda5b5e03e8bbff026711806c095c1f39bb410f99f263"
-UCC_1_3_0 = "b56379abe5f1c125bfa83be305d78d81a64aa271b7b5fff0ac17b86725ff3acf"
-
-
-def ompi_ucc_skip_reason():
-    """Why the Open MPI 4.1.4 + UCC 1.3.0 stack cannot be built here, or None."""
-    import shutil
-
-    reason = spack_skip_reason()
-    if reason:
-        return reason
-    cache = find_mirror() / "_source-cache" / "archive"
-    for sha, ext, what in ((OMPI_4_1_4_DEBIAN, "tar.xz", "openmpi"), (UCC_1_3_0, "tar.gz", "ucc")):
-        if not (cache / sha[:2] / f"{sha}.{ext}").exists():
-            return (f"skipped: {what} source not in the mirror (commstack mirror --package {what}; "
-                    "see README, 'Open MPI + UCC')")
-    missing = [t for t in ("autoconf", "automake", "libtoolize") if shutil.which(t) is None]
-    if missing:
-        return f"skipped: UCC's autogen.sh needs {', '.join(missing)} (apt install autoconf automake libtool)"
-    return None
-
-
-def install_imb_ompi_ucc(workdir: Path) -> Path:
-    """IMB built by Spack against its own Open MPI 4.1.4 + UCC (Debian's UCX); returns the view's
-    bin directory, which also holds that Open MPI's mpirun and ompi_info."""
-    return install_view_bin(IMB_OMPI_UCC_ENV, workdir, "IMB-MPI1")
-
-
 GASNET_ENV = SPACK_ENVS_DIR / "gasnet-smp-udp"
 GASNET_2025_8_0 = "bd5919099477d1d2f59c247d006e9d1ac017c9190c974f5e069667418e5bf48d"
 
@@ -109,15 +79,26 @@ def install_osu(env_src: Path, workdir: Path) -> Path:
     return mpi
 
 
-def ompi_ucc_bin() -> Path:
-    """bin/ of the Open MPI + UCC test stack (tests/spack/imb-ompi-ucc), or skip with the reason."""
+def ompi_ucc_view_bin() -> Path:
+    """bin/ of the view ompi-ucc of this checkout's environments/local (Open MPI 4.1.4 + UCC
+    1.3.0 built by Spack, IMB-MPI1 against it), which scripts/setup_spack.sh installs; or
+    $COMMSTACK_OMPI_UCC_BIN where set. One stack, one place: every UCC test uses it."""
+    import os
+
+    env = os.environ.get("COMMSTACK_OMPI_UCC_BIN")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1] / "environments" / "local" / "views" / "ompi-ucc" / "bin"
+
+
+def ompi_ucc_bin(need=("IMB-MPI1", "mpirun", "ompi_info")) -> Path:
+    """The ompi-ucc view's bin/ (ompi_ucc_view_bin), or skip with the reason."""
     import pytest
 
-    from commstack.spack import cache_root
-
-    bindir = cache_root() / "envs" / "imb-ompi-ucc" / ".spack-env" / "view" / "bin"
-    if not all((bindir / exe).is_file() for exe in ("IMB-MPI1", "mpirun", "ompi_info")):
-        reason = ompi_ucc_skip_reason()
-        pytest.skip(reason or f"skipped: no UCC stack built ({bindir} lacks IMB-MPI1/mpirun/"
-                    "ompi_info; python -m commstack.spack tests/spack/imb-ompi-ucc builds it)")
+    bindir = ompi_ucc_view_bin()
+    missing = [exe for exe in need if not (bindir / exe).is_file()]
+    if missing:
+        pytest.skip(f"skipped: no Open MPI + UCC stack: {bindir} lacks {', '.join(missing)} "
+                    "(bash scripts/setup_spack.sh installs environments/local and its view "
+                    "ompi-ucc)")
     return bindir

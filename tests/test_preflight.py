@@ -258,23 +258,15 @@ def test_missing_tool_is_a_warning_and_the_record_says_so(impi_root, tmp_path):
         "UCX_TLS": "could not be checked: ucx_info not found on the stack's PATH"}
 
 
-# --- the Open MPI + UCC stack built by Spack (tests/spack/imb-ompi-ucc) --------------------
+# --- the Open MPI + UCC stack built by Spack (view ompi-ucc of environments/local) --------
 @pytest.mark.spack
 @pytest.mark.slow
 def test_coll_ucc_accepted_on_the_ucc_stack(tmp_path_factory):
     from tests import spack_support
 
-    reason = spack_support.ompi_ucc_skip_reason()
-    if reason:
-        pytest.skip(reason)
-    # The stack `python -m commstack.spack tests/spack/imb-ompi-ucc` installs (about 25 minutes):
-    # used when built, never started from here.
-    from commstack.spack import cache_root
-
-    bindir = cache_root() / "envs" / "imb-ompi-ucc" / ".spack-env" / "view" / "bin"
-    if not (bindir / "ompi_info").is_file():
-        pytest.skip(f"skipped: no UCC stack built ({bindir}/ompi_info missing; "
-                    "python -m commstack.spack tests/spack/imb-ompi-ucc builds it)")
+    # The view ompi-ucc of environments/local (scripts/setup_spack.sh): used when installed,
+    # never built from here.
+    bindir = spack_support.ompi_ucc_bin(need=("ompi_info",))
     tmp = tmp_path_factory.mktemp("pf-ucc")
     matrix = write(tmp, """
         benchmark: imb-mpi1

@@ -79,6 +79,11 @@ def test_betzy_allcores_keeps_every_point_shape(tmp_path):
     assert stacks["ompi"].env and dict(stacks["ompi"].env)["UCX_TLS"] == "tcp,self"
     assert any("no xpmem here" in n for n in rehearsal.notes)
     assert any("no cartex build against Intel MPI here" in n for n in rehearsal.notes)
+    # The campaign's deviations from the published setup stay with it (each record lists them).
+    remote = load_matrix(ALLCORES)
+    assert matrix.deviations == remote.deviations and remote.deviations
+    assert stacks["impi"].deviations == remote.stacks["impi"].deviations
+    assert stacks["ompi-ghex-ucx"].deviations == remote.stacks["ompi"].deviations
 
 
 def test_the_oci_plan_is_cut_down_case_by_case(tmp_path):

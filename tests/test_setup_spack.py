@@ -71,6 +71,40 @@ def test_package_list_provides_every_local_external() -> None:
     assert every - declared == set(), "system-packages.txt names externals packages.yaml lacks"
 
 
+def _where(env: Dict[str, str]) -> Dict[str, str]:
+    proc = subprocess.run(["bash", str(SCRIPT), "--where"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return dict(line.split(": ", 1) for line in proc.stdout.splitlines())
+
+
+@pytest.mark.parametrize("how", ["PATH", "COMMSTACK_SPACK"])
+def test_spack_through_a_symlink_has_the_clone_as_root(tmp_path: Path, how: str) -> None:
+    """`spack` on PATH as /usr/local/bin/spack -> <clone>/bin/spack (as sites install it): the
+    clone is Spack's root and spack-packages sits beside the clone, not in /usr."""
+    clone = tmp_path / "opt" / "spack"
+    (clone / "bin").mkdir(parents=True)
+    executable = clone / "bin" / "spack"
+    executable.write_text("#!/bin/sh\nexit 0\n")
+    executable.chmod(0o755)
+    usr_local_bin = tmp_path / "usr" / "local" / "bin"
+    usr_local_bin.mkdir(parents=True)
+    (usr_local_bin / "spack").symlink_to(executable)
+    env = {k: v for k, v in os.environ.items() if k != "COMMSTACK_SPACK"}
+    if how == "PATH":
+        env["PATH"] = f"{usr_local_bin}:{env['PATH']}"
+    else:
+        env["COMMSTACK_SPACK"] = str(usr_local_bin / "spack")
+    where = _where(env)
+    assert where == {"spack": str(executable), "spack root": str(clone),
+                     "spack-packages": str(tmp_path / "opt" / "spack-packages")}
+
+
+def test_spack_without_link_keeps_its_path(tmp_path: Path) -> None:
+    env = {**os.environ, "COMMSTACK_SPACK": str(tmp_path / "clone" / "bin" / "spack")}
+    assert _where(env)["spack root"] == str(tmp_path / "clone")
+
+
 def _clones_missing(clones: Path) -> List[str]:
     return sorted({s.clone_name for s in read_sources(REPO / "packages" / "mirror-sources.tsv")
                    if not (clones / s.clone_name).is_dir()})

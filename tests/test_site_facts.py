@@ -1,4 +1,10 @@
-"""The remote machines' committed Spack locks carry their own facts, not the solving host's.
+"""Each site config describes one software generation, and the remote machines' committed Spack
+locks carry their own facts, not the solving host's.
+
+machine.yaml `generation:` names the generation (OS, toolchains, MPIs as one set), each source
+with the generation it documents and the date it was read, and each software fact with its
+source: a fact whose source documents another generation is refused, and the facts must be what
+os: and packages.yaml declare (a VERIFY fact: its placeholder there).
 
 No Spack needed: each lock (environments/<m>/spack.lock) is read as JSON and compared with what
 site-configs/<m>/machine.yaml declares (`os:` — the nodes' OS and glibc, with its source) and with
@@ -18,6 +24,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 REMOTE = ["betzy", "bm-optimized3-36", "perlmutter"]
+SITES = sorted(p.parent.name for p in (REPO / "site-configs").glob("*/machine.yaml"))
+VERIFY = "VERIFY"
 
 
 def _lock(machine: str) -> dict:
@@ -25,9 +33,18 @@ def _lock(machine: str) -> dict:
 
 
 def _declared_os(machine: str) -> dict:
+    """machine.yaml's os:, with its provisional solve_as where the OS is VERIFY (the OS and
+    glibc the lock is solved for)."""
     facts = yaml.safe_load((REPO / "site-configs" / machine / "machine.yaml").read_text())
     assert "os" in facts, f"site-configs/{machine}/machine.yaml declares no os: (OS and glibc)"
-    return facts["os"]
+    declared = facts["os"]
+    if VERIFY in (declared["spack_os"], declared["glibc"]):
+        provisional = declared.get("solve_as")
+        assert provisional and provisional["why"].strip(), (
+            f"site-configs/{machine}/machine.yaml: os: is VERIFY; say what the lock is solved for "
+            "until it is read (os.solve_as: spack_os, glibc, why)")
+        return {**declared, **provisional}
+    return declared
 
 
 def wrong_os_and_libc(lock: dict, spack_os: str, glibc: str) -> List[str]:
@@ -143,3 +160,119 @@ def test_lock_roots_are_the_environments_specs(machine: str) -> None:
         f"{sorted((wanted - locked).elements())}; only in the lock: "
         f"{sorted((locked - wanted).elements())}; run .venv/bin/python scripts/site_lock.py "
         f"{machine}")
+
+
+# --- one software generation per site --------------------------------------------------------
+
+
+def _facts(machine: str) -> dict:
+    return yaml.safe_load((REPO / "site-configs" / machine / "machine.yaml").read_text())
+
+
+def _packages(machine: str) -> dict:
+    path = REPO / "site-configs" / machine / "packages.yaml"
+    return (yaml.safe_load(path.read_text()) or {}).get("packages", {}) if path.is_file() else {}
+
+
+def site_versions(packages: dict, name: str) -> List[str]:
+    """The versions packages.yaml gives ``name``: each external's and a require @= pin."""
+    settings = packages.get(name) or packages.get(name + ":") or {}
+    found = [m.group(1) for e in settings.get("externals") or []
+             if (m := re.match(rf"\s*{re.escape(name)}@=?([^\s%+~]+)", str(e.get("spec", ""))))]
+    for req in settings.get("require") or []:
+        text = req if isinstance(req, str) else " ".join(map(str, req.get("one_of", req.get("any_of", []))))
+        found += re.findall(r"@=([^\s%+~,]+)", text)
+    return found
+
+
+def generation_problems(facts: dict, packages: dict, lock: dict = None) -> List[str]:
+    """Every way ``facts``' generation block contradicts itself, os: or packages.yaml."""
+    gen = facts.get("generation")
+    if not gen:
+        return ["no generation: (the software generation this site config describes)"]
+    problems = []
+    sources = gen["sources"]
+    for name, fact in gen["facts"].items():
+        source = sources.get(fact["source"])
+        if source is None:
+            problems.append(f"{name}: source {fact['source']!r} is not under generation.sources")
+            continue
+        if source["generation"] != gen["name"]:
+            problems.append(f"{name}: its source {fact['source']!r} documents generation "
+                            f"{source['generation']}, not {gen['name']}")
+        value, placeholder = str(fact["value"]), fact.get("placeholder")
+        if value == VERIFY and name not in ("os", "glibc") and placeholder is None \
+                and site_versions(packages, name):
+            problems.append(f"{name}: VERIFY with a version in packages.yaml: give it as "
+                            "placeholder")
+        expected = placeholder if value == VERIFY else value
+        if name == "os":
+            declared = str(facts["os"]["name"])
+            if value != declared and not (value == VERIFY and declared == VERIFY):
+                problems.append(f"os: generation says {value}, os.name says {declared}")
+        elif name == "glibc":
+            if value != str(facts["os"]["glibc"]):
+                problems.append(f"glibc: generation says {value}, os.glibc says "
+                                f"{facts['os']['glibc']}")
+        else:
+            versions = site_versions(packages, name)
+            if not versions:
+                problems.append(f"{name}: packages.yaml declares no external or @= pin of it "
+                                "(a generation fact is what the site provides)")
+            elif any(v != expected for v in versions):
+                problems.append(f"{name}: generation says {expected}, packages.yaml "
+                                f"{', '.join(versions)}")
+        if lock is not None and name not in ("os", "glibc") and expected is not None:
+            stale = sorted({n["version"] for n in lock["concrete_specs"].values()
+                            if n["name"] == name and n["version"] != expected})
+            if stale:
+                problems.append(f"{name}: generation says {expected}, the lock has "
+                                f"{', '.join(stale)} (re-solve: scripts/site_lock.py)")
+        if fact.get("not_in_lock") and lock is not None:
+            nodes = [n for n in lock["concrete_specs"].values() if n["name"] == name]
+            if nodes:
+                problems.append(f"{name}: not_in_lock, but the lock has "
+                                f"{name}@{nodes[0]['version']}")
+    return problems
+
+
+@pytest.mark.parametrize("machine", SITES)
+def test_site_describes_one_generation(machine: str) -> None:
+    lock_file = REPO / "environments" / machine / "spack.lock"
+    lock = json.loads(lock_file.read_text()) if machine in REMOTE else None
+    problems = generation_problems(_facts(machine), _packages(machine), lock)
+    assert not problems, f"site-configs/{machine}: " + "; ".join(problems)
+
+
+def test_a_fact_from_another_generation_is_refused() -> None:
+    """Planted: Betzy's Slurm taken from the 2021 build files of the published cartex runs,
+    and BM.Optimized3.36's Slurm from Oracle's OL 9.5 tip."""
+    facts, packages = _facts("betzy"), _packages("betzy")
+    assert not generation_problems(facts, packages)
+    planted = json.loads(json.dumps(facts))
+    planted["generation"]["sources"]["ghexbench"] = {
+        "cites": "ghex-org/ghexbench cartex/build/betzy/config.ompi", "read": "2026-11-26",
+        "generation": "betzy-2021"}
+    planted["generation"]["facts"]["openmpi"] = {"value": "4.0.5", "source": "ghexbench"}
+    problems = generation_problems(planted, packages)
+    assert "openmpi: its source 'ghexbench' documents generation betzy-2021, not betzy-2024" \
+        in problems
+    assert any(p.startswith("openmpi: packages.yaml declares no external") for p in problems)
+
+    facts, packages = _facts("bm-optimized3-36"), _packages("bm-optimized3-36")
+    assert not generation_problems(facts, packages)
+    planted = json.loads(json.dumps(packages))
+    planted["slurm"]["externals"][0]["spec"] = "slurm@25.05.3 +pmix"
+    assert generation_problems(facts, planted) == [
+        "slurm: generation says 24.11.0, packages.yaml 25.05.3"]
+
+
+def test_a_verify_fact_the_lock_must_not_hold_is_caught() -> None:
+    """Planted: Betzy's xpmem declared not_in_lock (the default stacks without it), but the
+    lock's opt-in part has it."""
+    facts = json.loads(json.dumps(_facts("betzy")))
+    lock = _lock("betzy")
+    assert not generation_problems(facts, _packages("betzy"), lock)
+    facts["generation"]["facts"]["xpmem"]["not_in_lock"] = True
+    assert generation_problems(facts, _packages("betzy"), lock) == [
+        "xpmem: not_in_lock, but the lock has xpmem@2.6.5"]

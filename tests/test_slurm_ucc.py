@@ -53,14 +53,11 @@ def _slurm_support(bindir) -> bool:
 
 @pytest.fixture(scope="module")
 def ucc_bin(cluster):
-    from commstack.spack import cache_root
+    from tests import spack_support
 
-    bindir = cache_root() / "envs" / "imb-ompi-ucc" / ".spack-env" / "view" / "bin"
-    if not (bindir / "IMB-MPI1").is_file():
-        pytest.skip(f"skipped: no UCC stack built ({bindir}/IMB-MPI1 missing; "
-                    "python -m commstack.spack tests/spack/imb-ompi-ucc builds it)")
+    bindir = spack_support.ompi_ucc_bin()
     if not _slurm_support(bindir):
-        pytest.skip("skipped: the Open MPI of tests/spack/imb-ompi-ucc is built --without-slurm "
+        pytest.skip("skipped: the Open MPI of the ompi-ucc view is built --without-slurm "
                     "(ompi_info lists no schizo/ess/plm slurm component): srun's ranks stop in "
                     "MPI_Init ('OMPI was not built with SLURM support') and its mpirun cannot "
                     "reach the other nodes; build it with schedulers=slurm")

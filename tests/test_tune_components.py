@@ -1,6 +1,6 @@
 """Must show: a tuning step over named settings (plan `settings:`) compares the collective
 components for real, as the Oracle study's step 3 does: `plans/local/ompi-ucc-components.yaml`
-on the Open MPI 4.1.4 + UCC stack Spack builds (tests/spack/imb-ompi-ucc) measures `none` and
+on the Open MPI 4.1.4 + UCC stack Spack builds (view ompi-ucc of environments/local) measures `none` and
 `ucc` (each launched with the parameters its setting names), skips `hcoll` before anything is
 launched because the pre-flight's ompi_info has no coll/hcoll (the reason in the step's
 decision.json and in decisions.md), and exports the winner's parameters, whichever the noise

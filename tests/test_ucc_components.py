@@ -1,5 +1,5 @@
 """Must show (issue 12): IMB-MPI1 Allreduce, Alltoall and Allgather with mca.coll_ucc_enable 0/1 on
-the Open MPI 4.1.4 + UCC stack Spack built (tests/spack/imb-ompi-ucc), 4 local ranks, each record
+the Open MPI 4.1.4 + UCC stack Spack built (view ompi-ucc of environments/local), 4 local ranks, each record
 naming the component that served each collective from coll/ucc's own verbose output; a
 coll_ucc_enable=1 run that UCC did not serve is flagged on the record, in the report and in
 `commstack status`."""
@@ -63,17 +63,9 @@ def test_the_evidence_variable_is_added_only_for_coll_points():
 # --- the real stack ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def ucc_bin() -> Path:
-    from commstack.spack import cache_root
     from tests import spack_support
 
-    reason = spack_support.spack_skip_reason()
-    if reason:
-        pytest.skip(reason)
-    bindir = cache_root() / "envs" / "imb-ompi-ucc" / ".spack-env" / "view" / "bin"
-    if not (bindir / "IMB-MPI1").is_file() or not (bindir / "mpirun").is_file():
-        pytest.skip(f"skipped: no UCC stack built ({bindir}/IMB-MPI1 missing; "
-                    "python -m commstack.spack tests/spack/imb-ompi-ucc builds it, ~25 min)")
-    return bindir
+    return spack_support.ompi_ucc_bin()
 
 
 def _mpirun(bindir: Path, env: dict, tmp: Path, name: str) -> str:

@@ -44,7 +44,7 @@ from commstack.launch.slurm import Allocation, allocation_lost, srun_command, st
 from commstack.launch.stack import ResolvedStack, StackError, resolve
 from commstack.machine import Machine
 from commstack.matrix.expand import expand
-from commstack.matrix.model import Matrix, Point
+from commstack.matrix.model import Matrix, Point, deviation_notes
 from commstack.matrix.parameters import matrix_name
 from commstack.placement.check import CONTRADICTS, MISMATCH_STATUS, record_placement
 from commstack.progress import Progress
@@ -555,6 +555,7 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
             unused = ompi_coll_evidence.not_used_note(used)
             if unused:
                 notes.append(unused)  # the numbers are real: status stays, the report flags it
+            notes += deviation_notes(matrix, prepared.stack.name)
             record = Record(
                 campaign=campaign.name,
                 machine=campaign.machine,

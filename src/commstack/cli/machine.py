@@ -1,4 +1,5 @@
-"""Check a machine's facts (machine.yaml, packages.yaml) against the machine itself.
+"""Check a machine's facts (machine.yaml, packages.yaml) against the machine itself, or capture
+them there (`commstack machine capture --help`).
 
 `commstack machine check [MACHINE]` reads the node layout (hwloc, lscpu; Slurm's node record on
 a login node), RDMA devices and libfabric providers, `srun --mpi=list`, the Slurm version,
@@ -34,6 +35,9 @@ def register(p: argparse.ArgumentParser) -> None:
     check.add_argument("--cheap", action="store_true",
                        help="only the checks `run` and `submit` make (node layout, srun plugins)")
     check.add_argument("--json", action="store_true", help="JSON for scripts")
+    from commstack.cli import machine_capture
+
+    machine_capture.register(sub)
 
 
 def resolve(name: str) -> Machine:
@@ -64,6 +68,10 @@ def default_machine() -> Machine:
 
 
 def execute(args: argparse.Namespace) -> int:
+    if args.machine_command == "capture":
+        from commstack.cli import machine_capture
+
+        return machine_capture.execute(args)
     from commstack.machine.check import check_machine
     from commstack.machine.check.render import as_json, table
 

@@ -82,6 +82,7 @@ def matrix_from_text(path: Path, text: str) -> Matrix:
         repeats_across=data.get("repeats_across", "allocation"),
         timeout=float(data.get("timeout", DEFAULT_TIMEOUT_S)),
         description=data.get("description", ""),
+        deviations=[str(d) for d in data.get("deviations", [])],
         parameters=dict(data.get("parameters", {})),
         product={k: list(v) for k, v in data.get("product", {}).items()},
         zip=[{k: list(v) for k, v in group.items()} for group in data.get("zip", [])],
@@ -221,13 +222,11 @@ def _built_osu(env: str) -> "Callable[[], str | None]":
 
 
 def _built_ompi_ucc() -> "str | None":
-    """The view bin of tests/spack/imb-ompi-ucc (Open MPI 4.1.4 + UCC: mpirun, ompi_info,
-    IMB-MPI1) installed by ``python -m commstack.spack`` (default work directory), else the same
-    stack as view ompi-ucc of environments/local (scripts/setup_spack.sh), if there."""
-    for bindir in (Path.home() / ".cache" / "commstack" / "envs" / "imb-ompi-ucc" / ".spack-env"
-                   / "view" / "bin", _local_view_bin("ompi-ucc")):
-        if (bindir / "IMB-MPI1").is_file() and (bindir / "mpirun").is_file():
-            return str(bindir)
+    """bin/ of the view ompi-ucc of environments/local (Open MPI 4.1.4 + UCC: mpirun,
+    ompi_info, IMB-MPI1), which scripts/setup_spack.sh installs, if there."""
+    bindir = _local_view_bin("ompi-ucc")
+    if (bindir / "IMB-MPI1").is_file() and (bindir / "mpirun").is_file():
+        return str(bindir)
     return None
 
 
@@ -311,6 +310,7 @@ def _stack(path: Path, name: str, spec: Dict[str, Any]) -> Stack:
         optional=bool(spec.get("optional", False)),
         conduit=spec.get("conduit"),
         unresolved=unresolved,
+        deviations=tuple(str(d) for d in spec.get("deviations", ())),
         **fields,
     )
 

@@ -46,6 +46,7 @@ class Stack:
     optional: bool = False
     conduit: Optional[str] = None
     unresolved: Optional[str] = None  # why an optional stack cannot be used (unset variable)
+    deviations: Tuple[str, ...] = ()  # from the published study's stack (records' notes)
 
     @property
     def root(self) -> Optional[str]:
@@ -93,6 +94,7 @@ class Matrix:
     exclude: List[Dict[str, Any]] = field(default_factory=list)
     settings: Dict[str, Dict[str, Dict[str, Any]]] = field(default_factory=dict)  # named settings
     node_type: Optional[str] = None  # machine.yaml node_types; None: the machine's default
+    deviations: List[str] = field(default_factory=list)  # from the published setup (records' notes)
 
     @property
     def first_repeats(self) -> int:
@@ -106,3 +108,14 @@ class Matrix:
 
 class MatrixError(ValueError):
     """A matrix that cannot be run; the message names the file and the key."""
+
+
+#: How a record's notes name a deviation of its campaign from the published setup it reproduces.
+DEVIATION = "deviation from the published setup: "
+
+
+def deviation_notes(matrix: "Matrix", stack: str) -> List[str]:
+    """The notes every record of ``stack`` in ``matrix`` carries: the matrix's deviations, then
+    the stack's own."""
+    own = matrix.stacks[stack].deviations if stack in matrix.stacks else ()
+    return [DEVIATION + d for d in [*matrix.deviations, *own]]

@@ -214,6 +214,8 @@ def _stacks(remote: Dict[str, Any], benchmark: str, table: Counterparts):
             env = _runtime_values(dict(spec["env"]), table, notes)
             counterpart.stack["env"] = dict(env, **(counterpart.stack.get("env") or {}))
         stacks[name], local[name] = counterpart.stack, counterpart
+        if spec.get("deviations"):  # the remote stack's, from the published study: kept
+            stacks[name] = dict(counterpart.stack, deviations=list(spec["deviations"]))
         where = spec.get("spack", {}).get("view") or spec.get("flavour")
         here = counterpart.stack.get("spack", {}).get("view") or counterpart.stack.get("prefix")
         notes.append(f"stack {name} ({where}) -> {counterpart.stack['flavour']} {here}"

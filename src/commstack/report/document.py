@@ -19,6 +19,7 @@ from commstack import stats
 from commstack.aggregate import summary_frame
 from commstack.errors import CampaignError
 from commstack.markdown_table import table
+from commstack.matrix.model import DEVIATION
 from commstack.report.drawing import MAX_LINES, Drawer
 from commstack.report.load import Loaded, Samples, load
 from commstack.report.rehearsal_banner import banner
@@ -354,6 +355,7 @@ def _why(record: Record) -> str:
     """The reason a run did not succeed, short enough for a table cell."""
     mismatch = record.placement.summary if (
         record.placement and record.status == "placement-mismatch") else None
-    text = record.parse_error or mismatch or (record.notes or [""])[-1]
+    notes = [n for n in record.notes if not n.startswith(DEVIATION)]  # of the campaign, not the run
+    text = record.parse_error or mismatch or (notes or [""])[-1]
     text = " ".join(str(text).split())
     return text if len(text) <= 160 else text[:157] + "..."

@@ -78,6 +78,11 @@ def derived_specs(machine: Machine) -> List[Spec]:
             if str(value).startswith("/"):
                 specs.append(Spec(f"launchers.{flavour}.env.{var}", str(value), _file(str(value)),
                                   lambda d, m: m is True))
+    declared_os = machine.facts.get("os") or {}
+    if declared_os.get("spack_os"):
+        specs.append(Spec("os.spack_os", declared_os["spack_os"], probes.spack_os, equal))
+    if declared_os.get("glibc"):
+        specs.append(Spec("os.glibc", str(declared_os["glibc"]), probes.glibc_version, equal))
     partition = machine.scheduler.get("partition")
     if kind == "slurm" and partition:
         specs.append(Spec("scheduler.partition", partition, probes.slurm_partitions, contains))
@@ -94,8 +99,10 @@ def external_specs(packages: Path) -> List[Spec]:
                               lambda d, m: m is True, source="packages.yaml"))
         probe = ext.VERSION_PROBES.get(e.package)
         if probe and e.version:
+            # @os (NERSC's spelling): whatever version the site installs; read, never wrong.
+            agrees = ext.same_version if e.version != ext.ANY_VERSION else lambda d, m: True
             specs.append(Spec(f"external {e.label}: version", e.version,
-                              _version(e, probe), ext.same_version, source="packages.yaml"))
+                              _version(e, probe), agrees, source="packages.yaml"))
         for module in e.modules:
             specs.append(Spec(f"external {e.label}: module {module}", True,
                               lambda m=module: probes.environment_module(m), equal,
@@ -211,11 +218,22 @@ def evaluate(spec: Spec) -> Check:
         measured, how = spec.read()
     except Unreadable as exc:
         return Check(measured=None, verdict=UNKNOWN, how=f"could not be read here: {exc}", **base)
+    if is_verify(spec.declared):
+        return Check(measured=measured, verdict=UNKNOWN, how=f"declared {VERIFY}: {how} says "
+                     f"{show(measured)} (`commstack machine capture` writes it)", **base)
     if spec.agrees(spec.declared, measured):
         return Check(measured=measured, verdict=OK, how=how, **base)
     reason = (how if isinstance(measured, bool) else
               f"{spec.source} says {show(spec.declared)}, {how} says {show(measured)}")
     return Check(measured=measured, verdict=CONTRADICTION, how=reason, **base)
+
+
+# A fact no public source states: read on the machine (machine check: ?, capture fills it in).
+VERIFY = "VERIFY"
+
+
+def is_verify(declared: Any) -> bool:
+    return declared == VERIFY or isinstance(declared, list) and VERIFY in declared
 
 
 def show(value: Any) -> str:

@@ -225,3 +225,31 @@ def environment_module(name: str) -> Tuple[bool, str]:
         if (Path(folder) / name).is_dir():  # a default version: module load <name>
             return True, str(Path(folder) / name)
     return False, f"MODULEPATH ({len(paths)} folders)"
+
+
+# /etc/os-release ID -> Spack's os= name stem (Spack names an OS by its ID and major version).
+SPACK_OS_NAMES = {"rhel": "rhel", "rocky": "rocky", "almalinux": "almalinux", "ol": "ol",
+                  "centos": "centos", "sles": "sles", "sle_hpc": "sles", "debian": "debian",
+                  "fedora": "fedora", "opensuse-leap": "opensuse"}
+
+
+@functools.lru_cache(maxsize=1)
+def spack_os() -> Tuple[str, str]:
+    """Spack's os= name of this host (rhel8, sles15, debian12), from /etc/os-release."""
+    fields = dict(line.split("=", 1) for line in read("/etc/os-release").splitlines()
+                  if "=" in line)
+    ident = fields.get("ID", "").strip('"')
+    version = fields.get("VERSION_ID", "").strip('"').split(".")[0]
+    if ident not in SPACK_OS_NAMES or not version.isdigit():
+        raise Unreadable(f"/etc/os-release: ID={ident!r} VERSION_ID={version!r} has no Spack "
+                         "os= name commstack knows")
+    return f"{SPACK_OS_NAMES[ident]}{version}", "/etc/os-release (ID, VERSION_ID)"
+
+
+@functools.lru_cache(maxsize=1)
+def glibc_version() -> Tuple[str, str]:
+    text = output(["getconf", "GNU_LIBC_VERSION"], timeout=10)
+    match = re.search(r"glibc (\d+\.\d+)", text)
+    if not match:
+        raise Unreadable(f"getconf GNU_LIBC_VERSION: no glibc version in {text.strip()[:60]!r}")
+    return match.group(1), "getconf GNU_LIBC_VERSION"

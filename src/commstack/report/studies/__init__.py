@@ -8,16 +8,19 @@ in this order; a new study is a module here and a line in :data:`STUDIES`.
   cartex campaigns);
 * ``oracle``: a step of a staged tuning (``commstack tune``) in the style of the OCI Open MPI
   tuning study; never for a plain sweep;
-* ``gasnet``: flood bandwidth and RMA latency in the style of the GASNet-EX paper.
+* ``gasnet``: flood bandwidth and RMA latency in the style of the GASNet-EX paper;
+* ``deviations``: under the tables, how a campaign reproducing a study differs from its published
+  setup (the records' deviation notes).
 """
 
 from __future__ import annotations
 
 from typing import List
 
-from commstack.report.studies import betzy, gasnet, oracle
+from commstack.report.studies import betzy, deviations, gasnet, oracle
 from commstack.report.studies.base import Context, Study
 
-STUDIES: List[Study] = [betzy.PUBLISHED, betzy.CARTEX, oracle.STUDY, gasnet.STUDY]
+STUDIES: List[Study] = [betzy.PUBLISHED, betzy.CARTEX, oracle.STUDY, gasnet.STUDY,
+                        deviations.STUDY]
 
 __all__ = ["STUDIES", "Context", "Study"]
