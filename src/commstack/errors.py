@@ -11,6 +11,7 @@ import errno
 import os
 
 from commstack.benchmarks.base import ParseError
+from commstack.bounds import InputTooLarge
 from commstack.launch.command import LaunchError
 from commstack.launch.stack import StackError
 from commstack.launch.submit import SubmitError
@@ -29,7 +30,8 @@ class CampaignError(ValueError):
 
 
 USER_ERRORS = (MatrixError, StackError, LaunchError, ParseError, AlreadyExists, CampaignError,
-               FileNotFoundError, SubmitError, MachineError, RecordError, MissingOptionalDependency)
+               FileNotFoundError, SubmitError, MachineError, RecordError, MissingOptionalDependency,
+               InputTooLarge)
 
 # What the file system or the machine refused; EBADF, EINVAL and the like are bugs of ours.
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG}
