@@ -193,3 +193,39 @@ def test_a_report_listing_more_processors_than_any_run_is_refused_in_bounded_tim
         reports.find_reports(line * (reports.MAX_LISTED // 65536 + 2))
     with pytest.raises(ParseError, match="line 1: processor '70000' is past"):
         reports.find_reports("[h:1] MCW rank 0 bound to package[0][core:0-70000]\n")
+
+
+def test_matrices_plans_machine_facts_and_records_past_their_limit_are_refused(tmp_path, monkeypatch):
+    from commstack.machine import MachineError, load_machine_file
+    from commstack.matrix.load import load_matrix
+    from commstack.matrix.model import MatrixError
+    from commstack.store import record
+    from commstack.store.record import RecordError
+    from commstack.tune.plan import load_plan
+
+    monkeypatch.setattr(bounds, "MAX_CONFIG_BYTES", 1 << 20)
+    big = tmp_path / "big.yaml"
+    big.write_text("# padding\n" * ((1 << 20) // 10 + 1))
+    for load, error in ((load_matrix, MatrixError), (load_plan, MatrixError),
+                        (load_machine_file, MachineError)):
+        with pytest.raises(error, match=rf"{re.escape(str(big))}: cannot read .*larger than "
+                                        r"commstack reads"):
+            load(big)
+    monkeypatch.setattr(record, "MAX_RECORD_BYTES", 1000)
+    rec = tmp_path / "record.json"
+    rec.write_text('{"padding": "' + "x" * 1000 + '"}')
+    with pytest.raises(RecordError, match="larger than a record.json can be"):
+        record.read_json(rec)
+
+
+def test_a_5000_digit_value_in_a_statistic_line_is_read_in_linear_time():
+    """A regex over 'label  value' backtracked quadratically: 2 s for one 5 kB cartex line."""
+    text = (FIXTURES / "cartex/mpi_comm-mpicart221-np4.out").read_text()
+    damaged = re.sub(r"^(max \(s\)\s+)\S+", r"\g<1>" + "1" * 200_000 + "\0", text, count=1,
+                     flags=re.M)
+    output_or_error = None
+    try:
+        output_or_error = PARSE["cartex"](damaged)
+    except ParseError as exc:
+        output_or_error = exc
+    assert output_or_error is not None

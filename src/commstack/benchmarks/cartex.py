@@ -75,7 +75,7 @@ _RUNNING_ON = re.compile(r"^running on (?P<ranks>\d+) ranks?$")
 _SETUP_TIME = re.compile(r"^setup time: (?P<seconds>\S+) s$")
 # "label   value": the value is the line's last word (split, not matched: a regex over label and
 # value backtracks quadratically on a long line).
-_VALUE = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)")
+_VALUE = re.compile(r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)")
 _HISTOGRAM = re.compile(r"^(?:-+\+|\S+\s*\|.*%)")
 
 
