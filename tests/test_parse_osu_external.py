@@ -25,6 +25,9 @@ EXTERNAL = Path(__file__).parent / "fixtures" / "osu" / "external"
 with open(EXTERNAL / "MANIFEST.tsv", newline="") as handle:
     ENTRIES = list(csv.DictReader(handle, delimiter="\t"))
 READABLE = [e for e in ENTRIES if e["expect"] != "refused"]
+# osu_barrier: "# Avg Latency(us)" and one number, no size column ("-" in spot)
+SIZELESS = [e for e in READABLE if e["spot"].startswith("-|")]
+SIZED = [e for e in READABLE if e not in SIZELESS]
 # A table row as OMB prints it: the size, then numbers (after an Open MPI tag, if any).
 ROW = re.compile(r"(?:^[ \t]*|<stdout>:)(\d+)((?:[ \t]+[\d.]+)+)[ \t]*$", re.M)
 
@@ -58,7 +61,7 @@ def test_external_output(entry):
     for spot in filter(None, entry["spot"].split(";")):
         size, assignment = spot.split("|")
         key, value = assignment.split("=")
-        matches = [row for row in output.rows if row["bytes"] == int(size)
+        matches = [row for row in output.rows if row["bytes"] == (None if size == "-" else int(size))
                    and (row.get(key) == value if key == "datatype"
                         else row.get(key) == pytest.approx(float(value)))]
         assert matches, spot
@@ -68,7 +71,7 @@ def test_external_output(entry):
         assert any("not OSU rows" in note for note in output.notes), output.notes
 
 
-@pytest.mark.parametrize("entry", READABLE, ids=[e["file"] for e in READABLE])
+@pytest.mark.parametrize("entry", SIZED, ids=[e["file"] for e in SIZED])
 def test_every_printed_row_comes_back_with_its_values(entry):
     text = (EXTERNAL / entry["file"]).read_text()
     output = parse_osu(text)
@@ -132,3 +135,22 @@ def test_parse_command_warns_and_refuses_like_for_imb():
     hung = commstack("parse", str(EXTERNAL / "osu5.6.2-get_acc_latency-tag-output-hang.txt"),
                      "--benchmark", "osu")
     assert hung.returncode == USER_ERROR_EXIT and "column header but no rows" in hung.stderr
+
+
+def test_barrier_outputs_of_omb_5_and_7_are_one_row_without_a_size():
+    """osu_barrier prints "# Avg Latency(us)" and one number (OMB 5.x to 7.x): one row, size null;
+    before, the parser refused it as "column header but no rows"."""
+    versions = {e["osu_version"].split(".")[0] for e in SIZELESS}
+    assert {"5", "7"} <= versions, versions
+    for entry in SIZELESS:
+        text = (EXTERNAL / entry["file"]).read_text()
+        output = parse_osu(text)
+        printed = re.findall(r"^[ \t]*(\d+\.\d+)[ \t]*$", text, re.M)
+        assert [row["t_avg_us"] for row in output.rows] == [float(v) for v in printed]
+        assert output.rows[0]["bytes"] is None and output.meta["columns"] == ["t_avg_us"]
+
+
+def test_a_second_number_under_a_barrier_header_is_refused():
+    text = (EXTERNAL / "osu7.3-barrier-orfeo-np4.txt").read_text() + "             1.52\n"
+    with pytest.raises(ParseError, match="line 4: .*second row"):
+        parse_osu(text)

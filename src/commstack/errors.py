@@ -25,6 +25,7 @@ def __getattr__(name: str):
     if name != "USER_ERRORS":
         raise AttributeError(name)
     from commstack.benchmarks.base import ParseError
+    from commstack.bounds import InputTooLarge
     from commstack.launch.command import LaunchError
     from commstack.launch.stack import StackError
     from commstack.launch.submit import SubmitError
@@ -35,7 +36,8 @@ def __getattr__(name: str):
     from commstack.store.record import RecordError
 
     return (MatrixError, StackError, LaunchError, ParseError, AlreadyExists, CampaignError,
-            FileNotFoundError, SubmitError, MachineError, RecordError, MissingOptionalDependency)
+            FileNotFoundError, SubmitError, MachineError, RecordError, MissingOptionalDependency,
+            InputTooLarge)
 
 # What the file system or the machine refused; EBADF, EINVAL and the like are bugs of ours.
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG}

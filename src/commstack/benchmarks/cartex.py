@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from commstack import bounds
 from commstack.benchmarks.base import (
     Benchmark,
     FigureOfMerit,
@@ -72,7 +73,9 @@ _FAILURES = ("could not create decomposition", "command line parsing error", "ch
 
 _RUNNING_ON = re.compile(r"^running on (?P<ranks>\d+) ranks?$")
 _SETUP_TIME = re.compile(r"^setup time: (?P<seconds>\S+) s$")
-_STATISTIC = re.compile(r"^(?P<label>\S.*?)\s+(?P<value>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))$")
+# "label   value": the value is the line's last word (split, not matched: a regex over label and
+# value backtracks quadratically on a long line).
+_VALUE = re.compile(r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)")
 _HISTOGRAM = re.compile(r"^(?:-+\+|\S+\s*\|.*%)")
 
 
@@ -93,7 +96,8 @@ def _find_header(lines: List[Tuple[int, str]]) -> Tuple[int, str, int]:
         previous = [t for _, t in lines[:index] if t and not _SETUP_TIME.match(t)]
         if not previous:
             raise ParseError("no runtime description line before 'running on N ranks'", number)
-        return index, previous[-1], int(match.group("ranks"))
+        return index, previous[-1], bounds.integer(match.group("ranks"), "ranks", number,
+                                                   bounds.MAX_RANKS, least=1)
     raise ParseError("no 'running on N ranks' line (runtime did not start or output is empty)")
 
 
@@ -103,13 +107,20 @@ def _parse_statistics(lines: List[Tuple[int, str]], notes: List[str]) -> dict:
     for number, text in lines:
         if not text or _HISTOGRAM.match(text):
             continue
-        match = _STATISTIC.match(text)
-        key = _LABELS.get(match.group("label")) if match else None
+        words = text.rsplit(None, 1)
+        label, value = (words[0].strip(), words[1]) if len(words) == 2 else ("", "")
+        key = _LABELS.get(label) if text[:1].strip() and _VALUE.fullmatch(value) else None
         if key is None:
-            notes.append(f"line {number}: unrecognised: {text}")
+            notes.append(f"line {number}: unrecognised: {text[:200]}")
             continue
-        value = match.group("value")
-        values[key] = int(value) if key == "repetitions" else float(value)
+        if key == "repetitions":
+            values[key] = bounds.integer(value, key, number, bounds.MAX_COUNT)
+        elif key.endswith("_gbs") and value.lstrip("+-") in ("nan", "inf"):
+            # a throughput over a time of 0 (or of no sample): stored as null, not as a number
+            values[key] = None
+            notes.append(f"line {number}: {label} is {value}: stored as null")
+        else:
+            values[key] = bounds.finite(value, key, number)
     return values
 
 
@@ -146,10 +157,10 @@ def parse_cartex(text: str) -> Output:
     notes: List[str] = []
     index, runtime, ranks = _find_header(lines)
     setup: Optional[float] = None
-    for _, line in lines[:index]:
+    for number, line in lines[:index]:
         match = _SETUP_TIME.match(line)
         if match:
-            setup = float(match.group("seconds"))
+            setup = bounds.finite(match.group("seconds"), "setup time", number)
     values = _parse_statistics(lines[index + 1:], notes)
     _check_complete(values, lines[-1][0])
     if not any(line.startswith("over ") for _, line in lines[index + 1:]):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List
 
+from commstack import bounds
 from commstack.benchmarks.base import Benchmark, Option, Output, ParseError, capped
 from commstack.benchmarks.imb import MBYTES_PER_S, T_US
 from commstack.benchmarks.text import strip_launcher_prefix
@@ -46,6 +47,7 @@ def parse_gasnet(text: str) -> Output:
     (testlarge|testsmall), ``nprocs``, ``conduit`` (lower case, None if the banner has none)."""
     lines = [strip_launcher_prefix(line) for line in text.splitlines()]
     banner = None
+    banner_line = 0
     rows: List[dict] = []
     notes: List[str] = []
     done = False
@@ -55,14 +57,14 @@ def parse_gasnet(text: str) -> Output:
                 raise ParseError(f"GASNet test reported {failure!r}: {line.strip()!r}", number)
         stripped = line.strip()
         if banner is None and (m := _BANNER.match(stripped)):
-            banner = m
+            banner, banner_line = m, number
             continue
         if stripped == "done.":
             done = True
             continue
         m = _ROW.match(stripped)
         if m:
-            rows.append(_row(m))
+            rows.append(_row(m, number))
         elif re.match(r"^[A-Z]:\s+\d+ -", stripped):
             notes.append(f"line {number}: unrecognised result line {stripped!r}")
     if banner is None:
@@ -75,22 +77,26 @@ def parse_gasnet(text: str) -> Output:
                          f"(last result: {rows[-1]['benchmark']} {rows[-1]['bytes']} bytes)")
     conduit = re.search(r"CONDUIT=([A-Z0-9]+)", banner["config"])
     return Output(rows, notes, build_config=banner["config"],
-                  meta={"program": banner["program"], "nprocs": int(banner["nprocs"]),
+                  meta={"program": banner["program"],
+                        "nprocs": bounds.integer(banner["nprocs"], "nprocs", banner_line,
+                                                 bounds.MAX_RANKS),
                         "conduit": conduit.group(1).lower() if conduit else None})
 
 
-def _row(m: "re.Match[str]") -> dict:
-    row = {"suite": "gasnet", "section": m["section"], "node": int(m["node"]),
-           "benchmark": m["op"], "bytes": int(m["bytes"]), "repetitions": int(m["iters"])}
+def _row(m: "re.Match[str]", number: int) -> dict:
+    row = {"suite": "gasnet", "section": m["section"],
+           "node": bounds.integer(m["node"], "node", number, bounds.MAX_RANKS),
+           "benchmark": m["op"], "bytes": bounds.integer(m["bytes"], "bytes", number, bounds.MAX_BYTES),
+           "repetitions": bounds.integer(m["iters"], "iters", number, bounds.MAX_COUNT)}
     if m["bw"] is not None:
-        value = float(m["bw"])
+        value = bounds.finite(m["bw"], "throughput", number)
         row["mode"] = "aggregate"
         row["kib_per_s" if m["unit"] == "K" else "mib_per_s"] = value
         row["mbytes_per_s"] = value * _UNIT[m["unit"]] / 1e6
     else:
         row["mode"] = "non-aggregate"
-        row["t_us"] = float(m["lat"])
-        row["t_total_us"] = int(m["total"])
+        row["t_us"] = bounds.finite(m["lat"], "latency", number)
+        row["t_total_us"] = bounds.integer(m["total"], "total latency", number, bounds.MAX_COUNT)
     return row
 
 

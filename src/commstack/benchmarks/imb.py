@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from commstack import bounds
 from commstack.benchmarks.base import (
     Benchmark,
     FigureOfMerit,
@@ -263,7 +264,7 @@ def _parse_row(line: _Line, table: _Table) -> Optional[dict]:
         if status is None:
             return None
         for key, token in zip(table.columns, tokens[:numbers]):
-            row[key] = int(token) if key in _INT_KEYS else float(token)
+            row[key] = _number(key, token, line.number)
         row["status"] = status
         row["message"] = message
         return row
@@ -274,9 +275,17 @@ def _parse_row(line: _Line, table: _Table) -> Optional[dict]:
             line.number,
         )
     for key, token in zip(table.columns, tokens):
-        row[key] = int(token) if key in _INT_KEYS else float(token)
+        row[key] = _number(key, token, line.number)
     row["status"] = "ok"
     return row
+
+
+def _number(key: str, token: str, line: int) -> "int | float":
+    """A row value: a count within 0..2^63-1 or a finite float (``nan`` where a count stands,
+    a message size past 2^63 or an ``inf`` time is a ParseError naming the line)."""
+    if key in _INT_KEYS:
+        return bounds.integer(token, key, line, bounds.MAX_BYTES)
+    return bounds.finite(token, key, line)
 
 
 def _read_section_header(lines: List[_Line], index: int, table: _Table, multi: Optional[int]) -> int:
@@ -292,14 +301,20 @@ def _read_section_header(lines: List[_Line], index: int, table: _Table, multi: O
         groups = _GROUPS.match(text)
         mode = _MODE.match(text)
         if processes:
-            context["np"] = int(processes.group("np"))
+            number = lines[index].number
+            context["np"] = bounds.integer(processes.group("np"), "#processes", number,
+                                           bounds.MAX_RANKS)
             if processes.group("threads"):
-                context["threads"] = int(processes.group("threads"))
+                context["threads"] = bounds.integer(processes.group("threads"), "threads", number,
+                                                    bounds.MAX_RANKS)
             if multi is not None:
                 context["groups"] = 1  # -multi run, section using all ranks as one group
         elif groups:
-            context["np"] = int(groups.group("np"))
-            context["groups"] = int(groups.group("groups"))
+            number = lines[index].number
+            context["np"] = bounds.integer(groups.group("np"), "#processes", number,
+                                           bounds.MAX_RANKS)
+            context["groups"] = bounds.integer(groups.group("groups"), "groups", number,
+                                               bounds.MAX_RANKS)
         elif mode:
             context["mode"] = mode.group("mode").lower()
         elif text and not text.startswith("#"):
@@ -436,7 +451,8 @@ def parse_imb(text: str) -> Output:
             notes.append(f"line {line.number} before banner: {line.text}")
     calling = _calling_sequence(lines)
     multi_option = _MULTI_OPTION.search(calling)
-    multi = int(multi_option.group("value")) if multi_option else None
+    multi = (bounds.integer(multi_option.group("value"), "-multi", None, bounds.MAX_RANKS)
+             if multi_option else None)
 
     output = Output(notes=notes, meta={"suite": suite, "version": version,
                                        "calling_sequence": calling})

@@ -10,7 +10,9 @@ Rank 0 prints a title, a column header and one row per message size::
     1                       0.43
     ...
 
-Collectives print a blank line first and ``# Size  Avg Latency(us)``; with ``-f`` also
+``osu_barrier`` prints ``# Avg Latency(us)`` and one number (no size column), ``osu_ibarrier``
+``Overall(us)  Compute(us) ...`` (OMB 5.x: without the ``#``) and one row: one row, ``bytes``
+null. Collectives print a blank line first and ``# Size  Avg Latency(us)``; with ``-f`` also
 ``Min Latency(us)``, ``Max Latency(us)`` and ``Iterations``. ``osu_mbw_mr`` prints its title
 twice, a ``# [ pairs: 1 ] [ window size: 64 ]`` line and ``MB/s  Messages/s``.
 
@@ -42,6 +44,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from commstack import bounds
 from commstack.benchmarks.base import Benchmark, Option, Output, ParseError, capped
 from commstack.benchmarks.imb import MBYTES_PER_S, T_AVG_US, T_OVRL_US, T_PURE_US, T_US
 from commstack.benchmarks.text import INTEL_MPI_STARTUP, column_keys, strip_launcher_prefix
@@ -52,6 +55,8 @@ _TITLE = re.compile(r"^# OSU MPI(?P<accel>-\S+)? (?P<name>.+?)(?: Test)?(?: v(?P
 _ONE_SIDED_TITLE = re.compile(r"^# OSU (?P<call>MPI_\w+)(?P<accel>-\S+)? (?P<name>.+?)(?: Test)?"
                               r"(?: v(?P<version>\S+))?$")
 _HEADER_START = ("# Size", "# Avg Latency(us)", "# Overall(us)")
+# osu_ibarrier of OMB 5.x prints its column header without the "#".
+_BARE_HEADER = "Overall(us)"
 # Column label as printed -> row key (one key per label; unknown labels get a snake_case key).
 _COLUMNS: Dict[str, str] = {
     "Size": "bytes",
@@ -101,6 +106,8 @@ _OMPI_TAG = re.compile(r"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \
                        r"\[\d+,\d+\]<std(?:out|err)>:")
 _LIBFABRIC_LINE = re.compile(r"^libfabric:\d+:\d+:")
 _FIRST_INT = re.compile(r"^\d+(?:\s|$)")
+# A row of a table without a size column (osu_barrier, osu_ibarrier): its first value is a time.
+_FIRST_NUMBER = re.compile(r"^\d+(?:\.\d*)?(?:\s|$)")
 
 
 @dataclass
@@ -147,12 +154,12 @@ def _columns(header: str, number: int, notes: List[str]) -> List[str]:
 
 
 def _value(key: str, token: str, number: int) -> object:
+    """A row value: text, a count within 0..2^63-1 or a finite float (else a ParseError)."""
     if key in _TEXT_KEYS:
         return token
-    try:
-        return int(token) if key in _INT_KEYS else float(token)
-    except ValueError:
-        raise ParseError(f"{key}: {token!r} is not a number (row cut off?)", number) from None
+    if key in _INT_KEYS:
+        return bounds.integer(token, key, number, bounds.MAX_BYTES)
+    return bounds.finite(token, key, number)
 
 
 def _lines(text: str) -> List[Tuple[int, str]]:
@@ -217,7 +224,7 @@ def parse_osu(text: str) -> Output:
             if not line.startswith("#"):
                 before_title.append((number, line))
             continue
-        if line.startswith(_HEADER_START):
+        if line.startswith(_HEADER_START) or (not out.columns and line.startswith(_BARE_HEADER)):
             if out.columns:
                 # -T all prints one table per datatype (OMB 7.3's point-to-point tests even
                 # label the later ones "Avg Latency(us)"); rows are aggregated by size only.
@@ -233,7 +240,9 @@ def parse_osu(text: str) -> Output:
             continue
         pairs = _PAIRS.match(line)
         if pairs:
-            out.pairs, out.window_size = int(pairs["pairs"]), int(pairs["window"])
+            out.pairs = bounds.integer(pairs["pairs"], "pairs", number, bounds.MAX_RANKS)
+            out.window_size = bounds.integer(pairs["window"], "window size", number,
+                                             bounds.MAX_COUNT)
             continue
         buffers = _BUFFERS.match(line)
         if buffers:
@@ -241,9 +250,13 @@ def parse_osu(text: str) -> Output:
             continue
         if line.startswith("#"):
             continue
-        if not _FIRST_INT.match(line):
+        sizeless = bool(out.columns) and "bytes" not in out.columns
+        if not (_FIRST_NUMBER if sizeless else _FIRST_INT).match(line):
             out.skipped.append((number, line))  # launcher or MPI message, a comment
             continue
+        if sizeless and out.rows:
+            raise ParseError(f"{out.benchmark}: a second row {line.strip()!r} in a table without "
+                             "message sizes (OMB prints one): lines are mixed", number)
         if not out.columns:
             raise ParseError(f"{out.benchmark}: row {line.strip()!r} before the column header",
                              number)
@@ -298,6 +311,8 @@ def _row(line: str, number: int, out: _Run) -> dict:
         raise ParseError(f"{out.benchmark}: row has {len(tokens)} values, the header has "
                          f"{len(out.columns)} columns: {line.strip()!r} (output cut off?)", number)
     row: dict = {"suite": "osu", "benchmark": out.benchmark}
+    if "bytes" not in out.columns:
+        row["bytes"] = None  # osu_barrier, osu_ibarrier: no message size
     for key, token in zip(out.columns, tokens):
         row[key] = _value(key, token, number)
     if out.datatypes:

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from commstack import bounds
 from commstack.benchmarks import registry
 from commstack.benchmarks.base import ParseError
 from commstack.errors import USER_ERROR_EXIT
@@ -37,11 +38,13 @@ def register(p: argparse.ArgumentParser) -> None:
         f"  {RUN_FAILED_EXIT}  the run measured something other than what was asked although its\n"
         "     output is complete (IMB's 'Invalid benchmark name': IMB runs its default list\n"
         "     and exits 0); its rows are still printed\n"
-        "  4  FILE cannot be read (permission denied, a directory, ...)\n")
+        "  4  FILE cannot be read (permission denied, a directory, ...)\n\n"
+        f"FILE may be at most {bounds.MAX_OUTPUT_BYTES // bounds.MiB} MiB (README: Input limits).\n")
 
 
 def execute(args: argparse.Namespace) -> int:
-    text = args.file.read_text(errors="replace")
+    text = bounds.read_text(args.file, bounds.MAX_OUTPUT_BYTES, "a benchmark output or report",
+                            errors="replace")
     if args.placement:
         return _placement(args.file, text, args.json)
     if args.benchmark is None:
@@ -78,7 +81,11 @@ def _benchmark_of(format_name: str) -> registry.Benchmark:
 def _placement(path: Path, text: str, as_json: bool) -> int:
     """Print each rank's binding as the report states it; notes on what it does not print go to
     stderr. The MPI's own report is shown; another one in FILE (srun's) is named in a warning."""
-    found = binding_reports.find_reports(text)
+    try:
+        found = binding_reports.find_reports(text)
+    except ParseError as exc:
+        print(f"commstack parse: error: {path}: {exc}", file=sys.stderr)
+        return USER_ERROR_EXIT
     if not found:
         wanted = ", ".join(binding_reports.LABELS.values())
         print(f"commstack parse: error: {path}: no binding report found (looked for {wanted})",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from commstack import bounds
 from commstack.benchmarks.base import ParseError
 
 
@@ -20,7 +21,7 @@ def import_file(path: Path, campaign_root: Path, origin: Optional[str] = None):
     from commstack.importers.write import write_import
     from commstack.report.published import differences, render_published
 
-    text = Path(path).read_text()
+    text = bounds.read_text(path, bounds.MAX_OUTPUT_BYTES, "an imported file")
     if not betzy.looks_like_betzy(text):
         raise ParseError(f"{path}: not a known published format (Betzy cartex tables: Markdown "
                          "with 'execution time [s] of 10000 exchange calls' and fenced tables)")

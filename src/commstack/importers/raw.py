@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 import commstack
+from commstack import bounds
 from commstack.benchmarks import imb, osu, registry
 from commstack.benchmarks.base import Output, ParseError
 from commstack.benchmarks.imb import OPTIONS as IMB_OPTIONS
@@ -135,6 +136,10 @@ def read_output(path: Path, name: str, family: str, stderr: Optional[Path] = Non
     """The file parsed as an output of ``family``, or why it is not one (a sentence)."""
     if path.is_symlink():
         return "a symbolic link, not followed (import the file it points to)"
+    for file in (path, stderr):
+        if file is not None and file.stat().st_size > bounds.MAX_OUTPUT_BYTES:
+            return (f"{file.name} is larger than commstack reads of an output "
+                    f"({bounds.MAX_OUTPUT_BYTES >> 20} MiB)")
     data = path.read_bytes()
     if b"\0" in data:
         return "binary file, not a benchmark output"

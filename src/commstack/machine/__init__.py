@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional
 import jsonschema
 import yaml
 
-from commstack import flavours
+from commstack import bounds, flavours
 from commstack.flavours import Placement
 from commstack.placement.cpu_map import CpuMap, CpuMapError
 
@@ -124,9 +124,10 @@ class Machine:
 
 def load_machine_file(path: Path) -> Machine:
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise MachineError(f"{path}: cannot read machine facts: {exc}") from None
+        data = yaml.safe_load(bounds.read_text(path, bounds.MAX_CONFIG_BYTES, "machine facts"))
+    except (OSError, yaml.YAMLError, ValueError, RecursionError) as exc:
+        # ValueError: too large, not UTF-8, or a 5000-digit number
+        raise MachineError(f"{path}: cannot read machine facts: {str(exc)[:300]}") from None
     errors = sorted(jsonschema.Draft202012Validator(_SCHEMA).iter_errors(data or {}),
                     key=lambda e: list(e.absolute_path))
     if errors:

@@ -17,7 +17,7 @@ import jsonschema
 import yaml
 from jsonschema.exceptions import ValidationError
 
-from commstack import flavours
+from commstack import bounds, flavours
 from commstack.benchmarks import registry
 from commstack.excerpt import cut, excerpt
 from commstack.matrix import parameters as P
@@ -44,9 +44,11 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 def load_matrix(path: "str | os.PathLike[str]") -> Matrix:
     path = Path(path)
     try:
-        text = path.read_text()
+        text = bounds.read_text(path, bounds.MAX_CONFIG_BYTES, "a matrix")
     except OSError as exc:
         raise MatrixError(f"{path}: cannot read matrix: {exc.strerror}") from None
+    except (bounds.InputTooLarge, UnicodeDecodeError) as exc:
+        raise MatrixError(f"{path}: cannot read matrix: {cut(str(exc), 300)}") from None
     return matrix_from_text(path, text)
 
 

@@ -35,21 +35,68 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Dict, FrozenSet, List, Optional, Tuple
 
+from commstack import bounds
+from commstack.benchmarks.base import ParseError
 from commstack.placement.model import Binding
 
 Parsed = Tuple[List[Binding], List[str]]
 
 
-def _id_list(text: str) -> Optional[FrozenSet[int]]:
-    """"0-3,8,L10" -> {0, 1, 2, 3, 8, 10}; None when a part is not a number or range."""
+def _line(text: str, at: int) -> int:
+    """The 1-based line of position ``at`` in ``text``."""
+    return text.count("\n", 0, at) + 1
+
+
+def _rank(m: "re.Match[str]", group: str, text: str, what: str = "rank") -> int:
+    """A rank (or a node-local process index) as printed, within bounds.MAX_RANKS."""
+    return bounds.integer(m[group], what, _line(text, m.start(group)), bounds.MAX_RANKS)
+
+
+# Processor numbers one report may list in all, over its ranks (2^22: 2^16 ranks of 64, or a
+# node of 2^16 processors 64 times): the work of reading a report is bounded by it, not by the
+# ranges it prints ("[core:0-65535]" repeated a million times).
+MAX_LISTED = 1 << 22
+
+
+class _Budget:
+    """Processor numbers a parser may still read of one report."""
+
+    def __init__(self) -> None:
+        self.left = MAX_LISTED
+
+
+def _cpu_count(count: int, text: str, at: int, budget: _Budget) -> None:
+    """A bit mask, processor map or range of ``count`` processors: past bounds.MAX_CPUS, or past
+    what is left of the report's budget, it is refused."""
+    budget.left -= count
+    if count > bounds.MAX_CPUS:
+        raise ParseError(f"a binding of {count} processors is past what any node has (read up "
+                         f"to {bounds.MAX_CPUS})", _line(text, at))
+    if budget.left < 0:
+        raise ParseError(f"the report lists more than {MAX_LISTED} processor numbers in all: "
+                         "past what any run has", _line(text, at))
+
+
+_BLANKS = re.compile(r"\s+")
+_ID_RANGE = re.compile(r"[LP]?(\d+)(?:-[LP]?(\d+))?")
+
+
+def _id_list(text: str, where: Tuple[str, int], budget: _Budget) -> Optional[FrozenSet[int]]:
+    """"0-3,8,L10" -> {0, 1, 2, 3, 8, 10}; None when a part is not a number or range. A number past
+    bounds.MAX_CPUS is a ParseError naming the line of ``where`` = (whole text, position)."""
     ids = set()
-    for part in re.sub(r"\s+", "", text).split(","):
+    for part in _BLANKS.sub("", text).split(","):
         if not part:
             continue
-        m = re.fullmatch(r"[LP]?(\d+)(?:-[LP]?(\d+))?", part)
+        m = _ID_RANGE.fullmatch(part)
         if not m:
             return None
-        first, last = int(m.group(1)), int(m.group(2) or m.group(1))
+        try:
+            first = bounds.integer(m.group(1), "processor", None, bounds.MAX_CPUS)
+            last = bounds.integer(m.group(2) or m.group(1), "processor", None, bounds.MAX_CPUS)
+        except ParseError as exc:  # the line is counted only now: counting is O(text)
+            raise ParseError(str(exc), _line(*where)) from None
+        _cpu_count(max(0, last + 1 - first), *where, budget)
         ids.update(range(first, last + 1))
     return frozenset(ids)
 
@@ -63,24 +110,25 @@ _OMPI_BOUND = re.compile(_OMPI_WHO + r"bound to\s+(?P<what>.*?)\s*$", re.M)
 _OMPI_UNBOUND = re.compile(_OMPI_WHO + r"is not bound", re.M)
 _MAP_CHARS = r"[\[\]<>~./B ]"
 _OMPI4_MAP = re.compile(r":\s*(\[" + _MAP_CHARS + r"*\])$")
-_OMPI4_WRAPPED = re.compile(r"(\bbound to [^\n]*:)[ \t]*\r?\n[ \t]*(?=\[" + _MAP_CHARS + r"*\][ \t]*$)",
-                            re.M)
+_MAP_LINE = re.compile(r"[ \t]*(\[" + _MAP_CHARS + r"*\])[ \t]*")
 _PRRTE_SET = re.compile(r"\[(core|hwt):([^\]]*)\]")
 _LOCALITY = re.compile(r"^(?:[A-Z]+[0-9][0-9,\-]*:)*(?:CR(?P<cores>[0-9,\-]+))?(?::HT(?P<pus>[0-9,\-]+))?$")
 
 
 def openmpi(text: str) -> Parsed:
+    budget = _Budget()
     bindings: Dict[int, Binding] = {}
     notes: List[str] = []
-    text = _OMPI4_WRAPPED.sub(r"\1 ", text)
+    text = _join_wrapped(text)
     for m in _OMPI_UNBOUND.finditer(text):
-        rank = int(m["rank"])
+        rank = _rank(m, "rank", text)
         bindings[rank] = Binding(rank, host=_host(m["host"]))
     for m in _OMPI_BOUND.finditer(text):
-        rank, what, host = int(m["rank"]), m["what"], _host(m["host"])
+        rank, what, host = _rank(m, "rank", text), m["what"], _host(m["host"])
         ompi4 = _OMPI4_MAP.search(what)
         if ompi4:  # [BB/..][../..]: a character per hardware thread, in logical order
             pus = [c for c in ompi4.group(1) if c in ".B~"]
+            _cpu_count(len(pus), text, m.start("what"), budget)
             bindings[rank] = Binding(rank, host=host,
                                      logical_pus=frozenset(i for i, c in enumerate(pus) if c == "B"))
             continue
@@ -90,45 +138,61 @@ def openmpi(text: str) -> Parsed:
             if ids.strip().startswith("P"):
                 notes.append(f"rank {rank}: physical {kind} numbers ({ids}) are not read")
                 continue
-            parsed = _id_list(ids)
+            parsed = _id_list(ids, (text, m.start("what")), budget)
             if parsed is None:
                 notes.append(f"rank {rank}: cannot read {kind}:{ids}")
                 continue
             (cores if kind == "core" else pus_set).update(parsed)
         locality = _LOCALITY.match(what) if not (cores or pus_set) else None
         if locality and (locality["pus"] or locality["cores"]):  # Open MPI 3: ...:CR0-15:HT0-31
+            where = (text, m.start("what"))
             if locality["pus"]:
-                pus_set.update(_id_list(locality["pus"]) or ())
+                pus_set.update(_id_list(locality["pus"], where, budget) or ())
             else:
-                cores.update(_id_list(locality["cores"]) or ())
+                cores.update(_id_list(locality["cores"], where, budget) or ())
         if cores:
             bindings[rank] = Binding(rank, host=host, logical_cores=frozenset(cores))
         elif pus_set:
             bindings[rank] = Binding(rank, host=host, logical_pus=frozenset(pus_set))
         elif what:
             notes.append(f"rank {rank}: cannot read the binding {what!r}")
-    for rank, binding in _job_map(text).items():
+    for rank, binding in _job_map(text, budget).items():
         bindings.setdefault(rank, binding)
     return [bindings[r] for r in sorted(bindings)], notes
 
 
 _JOB_MAP_NODE = re.compile(r"^\s*Data for node:\s*(\S+)", re.M)
-_JOB_MAP_PROC = re.compile(r"Process rank:\s*(\d+)\s+Bound:\s*(.*?)\s*$", re.M)
+_JOB_MAP_PROC = re.compile(r"Process rank:\s*(?P<rank>\d+)\s+Bound:\s*(.*?)\s*$", re.M)
 
 
-def _job_map(text: str) -> Dict[int, Binding]:
+def _join_wrapped(text: str) -> str:
+    """The map wrapped onto the next line (mail archives) joined to its "... bound to ...:" line;
+    the map's line is left empty, so that line numbers stay those of the text. Line by line: a
+    regex from each "bound to" to the line's last colon takes time quadratic in a long line."""
+    lines = text.split("\n")
+    for i in range(len(lines) - 1):
+        head = lines[i].rstrip(" \t\r")
+        if head.endswith(":") and "bound to " in head:
+            wrapped = _MAP_LINE.fullmatch(lines[i + 1])
+            if wrapped:
+                lines[i], lines[i + 1] = f"{head} {wrapped.group(1)}", ""
+    return "\n".join(lines)
+
+
+def _job_map(text: str, budget: _Budget) -> Dict[int, Binding]:
     """Open MPI's --display-map (``--map-by ...:DISPLAY``) JOB MAP: "Data for node: n1" then, per
     rank, "Process rank: 0 Bound: socket 0[core 0[hwt 0-1]]:[[<BB/..>][[<../..>]" or "UNBOUND"."""
     nodes = [(m.start(), m.group(1)) for m in _JOB_MAP_NODE.finditer(text)]
     found: Dict[int, Binding] = {}
     for m in _JOB_MAP_PROC.finditer(text):
-        rank, what = int(m.group(1)), m.group(2)
+        rank, what = _rank(m, "rank", text), m.group(2)
         host = next((name for start, name in reversed(nodes) if start < m.start()), None)
         ompi4 = _OMPI4_MAP.search(what)
         if what == "UNBOUND":
             found[rank] = Binding(rank, host=host)
         elif ompi4:
             pus = [c for c in ompi4.group(1) if c in ".B~"]
+            _cpu_count(len(pus), text, m.start(), budget)
             found[rank] = Binding(rank, host=host,
                                   logical_pus=frozenset(i for i, c in enumerate(pus) if c == "B"))
     return found
@@ -143,11 +207,12 @@ _IMPI_HEADER = re.compile(
     r"MPI startup\(\):\s+(?:=+\s*CPU pinning\s*=+|Rank\s+Pid\s+Node name\s+Pin cpu)")
 # "[0] MPI startup(): <rank> <pid> <node> <cpus>"; cpus "{0,1}" (may wrap over lines) or bare "0,1";
 # "0: " (srun -l) or a second "[0] " (-prepend-rank) may come first.
-_IMPI_ROW = re.compile(r"^(?:\d+:[ \t]*|\[\d+\][ \t]*)?\[\d+\]\s+MPI startup\(\):[ \t]+(\d+)[ \t]+\d+[ \t]+"
+_IMPI_ROW = re.compile(r"^(?:\d+:[ \t]*|\[\d+\][ \t]*)?\[\d+\]\s+MPI startup\(\):[ \t]+(?P<rank>\d+)[ \t]+\d+[ \t]+"
                        r"(\S+)[ \t]+(?:\{([^}]*)\}|(\d[\d,\-]*))[ \t\r]*$", re.M)
 
 
 def intelmpi(text: str) -> Parsed:
+    budget = _Budget()
     header = _IMPI_HEADER.search(text)
     if not header:
         return [], []
@@ -155,7 +220,8 @@ def intelmpi(text: str) -> Parsed:
     notes: List[str] = []
     for m in _IMPI_ROW.finditer(text, header.end()):
         printed = m.group(3) if m.group(3) is not None else m.group(4)
-        rank, host, cpus = int(m.group(1)), m.group(2), _id_list(printed)
+        rank, host = _rank(m, "rank", text), m.group(2)
+        cpus = _id_list(printed, (text, m.start()), budget)
         if cpus is None:
             notes.append(f"rank {rank}: cannot read the pinned processors {{{printed}}}")
             continue
@@ -164,7 +230,7 @@ def intelmpi(text: str) -> Parsed:
 
 
 # --- hydra (MPICH) ---------------------------------------------------------------------------
-_HYDRA = re.compile(r"^(?:\[[^\]]*\]\s*)?process (\d+) binding: ([01](?: ?[01])*) ?$", re.M)
+_HYDRA = re.compile(r"^(?:\[[^\]]*\]\s*)?process (?P<local>\d+) binding: ([01](?: ?[01])*) ?$", re.M)
 OLD_HYDRA_NOTE = ("hydra printed its binding plan with spaces, as hydra before MPICH 4 does when "
                   "HYDRA_TOPO_DEBUG is set, and that hydra does not bind: the ranks are unbound")
 
@@ -172,11 +238,13 @@ OLD_HYDRA_NOTE = ("hydra printed its binding plan with spaces, as hydra before M
 def hydra(text: str) -> Parsed:
     """Hydra names neither host nor global rank: the n-th line for process i is taken to be
     node n's (nodes are told apart, not named)."""
+    budget = _Budget()
     seen: Dict[int, int] = {}
     bindings: List[Binding] = []
     notes: List[str] = []
     for m in _HYDRA.finditer(text):
-        local, bits = int(m.group(1)), m.group(2)
+        local, bits = _rank(m, "local", text, "process"), m.group(2)
+        _cpu_count(len(bits.replace(" ", "")), text, m.start(), budget)
         node = seen.get(local, 0)
         seen[local] = node + 1
         if " " in bits:
@@ -199,14 +267,16 @@ _SLURM_CANNOT_BIND = re.compile(r"cluster configuration lacks support for cpu bi
 
 
 def slurm(text: str) -> Parsed:
+    budget = _Budget()
     bindings: Dict[int, Binding] = {}
     notes = ([f"srun: {_SLURM_CANNOT_BIND.pattern} (Slurm's task plugin binds no task)"]
              if _SLURM_CANNOT_BIND.search(text) else [])
     for m in _SLURM.finditer(text):
-        rank, local = int(m["rank"]), int(m["local"])
+        rank, local = _rank(m, "rank", text), _rank(m, "local", text, "local task")
         if m["kind"] == "NONE" or not m["set"]:
             bindings[rank] = Binding(rank, host=m["host"], local=local)
             continue
+        _cpu_count(4 * len(m["mask"][2:].lstrip("0")), text, m.start("mask"), budget)
         mask = int(m["mask"], 16)
         cpus = frozenset(i for i in range(mask.bit_length()) if mask >> i & 1)
         bindings[rank] = Binding(rank, cpus=cpus, host=m["host"], local=local)
@@ -268,13 +338,15 @@ def _missing(parser: str, bindings: List[Binding], text: str) -> List[str]:
             if parser == "hydra" else ""))
     ranks = sorted({b.rank for b in bindings if b.rank is not None})
     if ranks:
-        absent = sorted(set(range(ranks[-1] + 1)) - set(ranks))
+        gaps = _gaps(ranks)  # sized by the ranks listed, not by the largest number
+        absent = ranks[-1] + 1 - len(ranks)
         if absent:
-            listed = _ranges(absent)
+            listed = ",".join(str(a) if a == b else f"{a}-{b}" for a, b in gaps[:20])
             notes.append(f"{len(ranks)} ranks listed, numbered up to {ranks[-1]}: "
-                         + (f"ranks {listed}" if len(listed) <= 40 else f"{len(absent)} ranks")
+                         + (f"ranks {listed}" if len(gaps) <= 20 and len(listed) <= 40
+                            else f"{absent} ranks")
                          + " not printed (cut off, or printed elsewhere)")
-    asked = {int(n) for n in _PROCESS_COUNT.findall(text)}
+    asked = {int(n) for n in _process_counts(text) if len(n) <= 9}
     if asked and len(bindings) not in asked:
         notes.append(f"the command line in the file asks for {' or '.join(map(str, sorted(asked)))} "
                      f"processes; the report lists {len(bindings)}")
@@ -285,8 +357,29 @@ def _missing(parser: str, bindings: List[Binding], text: str) -> List[str]:
 
 _IMPI_VERSION = re.compile(r"MPI startup\(\): Intel\(R\) MPI Library, Version")
 # A launcher's command line quoted with the report: "mpirun -np 4", "prterun -n 4", "srun -n4".
-_PROCESS_COUNT = re.compile(r"\b(?:mpirun|mpiexec|prterun|oshrun|srun)\b[^\n]*?\s(?:-np|-n|--np|--ntasks)"
-                            r"(?:[ =]|(?=\d))(\d+)\b")
+# Searched line by line from the first launcher word (one regex from each launcher word to the
+# option would take time quadratic in a line full of launcher words).
+_LAUNCHER = re.compile(r"\b(?:mpirun|mpiexec|prterun|oshrun|srun)\b")
+_COUNT_OPTION = re.compile(r"\s(?:-np|-n|--np|--ntasks)(?:[ =]|(?=\d))(\d+)\b")
+
+
+def _process_counts(text: str) -> List[str]:
+    counts = []
+    for line in text.splitlines():
+        launcher = _LAUNCHER.search(line)
+        if launcher:
+            counts += _COUNT_OPTION.findall(line, launcher.end())
+    return counts
+
+
+def _gaps(ranks: List[int]) -> List[Tuple[int, int]]:
+    """(first, last) of each run of numbers from 0 to max(ranks) that ``ranks`` (sorted) lacks."""
+    gaps, expected = [], 0
+    for rank in ranks:
+        if rank > expected:
+            gaps.append((expected, rank - 1))
+        expected = rank + 1
+    return gaps
 
 
 def _ranges(numbers: List[int]) -> str:

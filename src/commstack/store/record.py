@@ -243,10 +243,18 @@ class Record:
         return cls.from_dict(read_json(path), str(path), Path(path).parent)
 
 
+# A record.json is some kilobytes (its rows point into stdout.txt); this bounds what reading one
+# costs (README: Input limits).
+MAX_RECORD_BYTES = 4 << 20
+
+
 def read_json(path: Path) -> Any:
     """A record.json's JSON, undecoded into a Record (RecordError names a file that is not JSON)."""
     with open(path, "rb") as handle:
-        text = handle.read()
+        text = handle.read(MAX_RECORD_BYTES + 1)
+    if len(text) > MAX_RECORD_BYTES:
+        raise RecordError(f"{path}: larger than a record.json can be ({MAX_RECORD_BYTES >> 20} MiB):"
+                          " not written by commstack")
     try:
         return json.loads(text)
     except ValueError as exc:

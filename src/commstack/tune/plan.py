@@ -61,6 +61,7 @@ from typing import Any, Dict, List, Optional
 
 import yaml
 
+from commstack import bounds
 from commstack.benchmarks import registry
 from commstack.matrix import parameters as P
 from commstack.matrix import settings as S
@@ -195,8 +196,8 @@ def _case_text(case: Dict[str, Any]) -> str:
 def is_tune_plan(path: Path) -> bool:
     """Whether the YAML file is a tuning plan (it has `steps:`) rather than a matrix."""
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError):
+        data = yaml.safe_load(bounds.read_text(path, bounds.MAX_CONFIG_BYTES, "a tuning plan"))
+    except (OSError, yaml.YAMLError, ValueError, RecursionError):
         return False  # load_matrix names the problem
     return isinstance(data, dict) and "steps" in data
 
@@ -204,9 +205,9 @@ def is_tune_plan(path: Path) -> bool:
 def load_plan(path: Path) -> TunePlan:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise MatrixError(f"{path}: cannot read tuning plan: {exc}") from None
+        data = yaml.safe_load(bounds.read_text(path, bounds.MAX_CONFIG_BYTES, "a tuning plan"))
+    except (OSError, yaml.YAMLError, ValueError, RecursionError) as exc:
+        raise MatrixError(f"{path}: cannot read tuning plan: {str(exc)[:300]}") from None
     if not isinstance(data, dict):
         raise MatrixError(f"{path}: expected a mapping at the top level")
     unknown = set(data) - {"campaign", "base", "cases", "exclude_cases", "defaults", "steps",
