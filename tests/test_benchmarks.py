@@ -60,9 +60,16 @@ BENCHMARKS: Dict[str, Row] = {
     "osu": Row("osu", "osu/openmpi-4.1.4/allreduce-full-np4.out", "t_avg_us", ("benchmark", "bytes"),
                {"executable": "osu_allreduce", "message_size": "1:64", "full": True},
                ["osu_allreduce", "-m", "1:64", "-f"]),
+    "reprompi": Row("reprompi", "reprompi/openmpi-4.1.4/barrier-v-bcast-np2.out", "t_med_us",
+                    ("benchmark", "bytes"),
+                    {"calls": ["MPI_Bcast", "MPI_Reduce"], "msizes": "8,1024", "nrep": 50,
+                     "proc_sync": "window", "window_size": 200, "verbose": True},
+                    ["mpibenchmark", "--calls-list=MPI_Bcast,MPI_Reduce", "--msizes-list=8,1024",
+                     "--nrep=50", "--proc-sync=window", "--window-size=200", "-v"]),
 }
 # The output format of each family module, as `commstack parse --benchmark` takes it.
-FORMATS = {"imb": "imb", "cartex": "cartex", "gasnet": "gasnet", "osu": "osu"}
+FORMATS = {"imb": "imb", "cartex": "cartex", "gasnet": "gasnet", "osu": "osu",
+           "reprompi": "reprompi"}
 
 
 def test_the_table_names_every_registered_benchmark():

@@ -27,7 +27,8 @@ CAMPAIGNS = {
     "betzy-reference": REPO / "results" / "betzy" / "reference",
     "schema1-local": FIXTURES / "campaigns" / "local" / "schema1-local",
 }
-PARSERS = {"imb": "imb", "cartex": "cartex", "gasnet": "gasnet", "osu": "osu"}
+PARSERS = {"imb": "imb", "cartex": "cartex", "gasnet": "gasnet", "osu": "osu",
+           "reprompi": "reprompi"}
 
 
 def fixture_outputs():

@@ -57,6 +57,7 @@ class Option:
 
     kind:
       ``value``  -> ``flag VALUE``
+      ``equals`` -> ``flag=VALUE`` (a list joined by commas; ReproMPI's options)
       ``flag``   -> ``flag`` when the value is true, nothing when false
       ``triple`` -> ``flag X Y Z`` (value given as "X Y Z", "XxYxZ" or a list of 3)
       ``names``  -> positional words (IMB benchmark list: "PingPong Allreduce" or a list)
@@ -70,6 +71,9 @@ class Option:
     def render(self, value: Any) -> List[str]:
         if self.kind == "flag":
             return [self.flag] if _truthy(value) else []
+        if self.kind == "equals":
+            joined = ",".join(_words(value)) if isinstance(value, (list, tuple)) else _scalar(value)
+            return [f"{self.flag}={joined}"]
         if self.kind in ("names", "trailing"):
             return _words(value)
         if self.kind == "triple":
