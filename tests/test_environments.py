@@ -42,7 +42,7 @@ from commstack.machine import load_machine_file  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 MACHINES = ["bm-optimized3-36", "betzy", "perlmutter", "local"]
 #: Packages a view exists for: the benchmarks (everything else in a view supports them).
-BENCHMARKS = {"intel-mpi-benchmarks", "ghexbench", "gasnet-tests"}
+BENCHMARKS = {"intel-mpi-benchmarks", "ghexbench", "gasnet-tests", "reprompi"}
 #: Files this test suite guards against machine-specific paths.
 GUARDED = [
     *[REPO / "environments" / m for m in MACHINES],
@@ -283,10 +283,10 @@ def test_environment_concretizes(machine: str, spack_present: None, tmp_path: Pa
 
 #: Executables each view of the local environment must hold.
 LOCAL_VIEWS = {
-    "ompi": ["IMB-MPI1", "IMB-RMA", "benchmark_mpi_comm"],
+    "ompi": ["IMB-MPI1", "IMB-RMA", "benchmark_mpi_comm", "mpibenchmark"],
     "ompi-ghex-mpi": ["benchmark_ghex_comm_mpi"],
     "ompi-ghex-ucx": ["benchmark_ghex_comm_ucx"],
-    "mpich": ["IMB-MPI1", "IMB-RMA", "benchmark_mpi_comm"],
+    "mpich": ["IMB-MPI1", "IMB-RMA", "benchmark_mpi_comm", "mpibenchmark"],
     # gasnet-tests per conduit, and gasnet's udp launcher (a run dependency)
     "gasnet": ["testsmall-smp", "testlarge-smp", "testsmall-udp", "testlarge-udp", "amudprun"],
 }

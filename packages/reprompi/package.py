@@ -32,8 +32,11 @@ class Reprompi(CMakePackage):
     each measured call after a process synchronisation chosen at run time
     (``--proc-sync=MPI_Barrier|Double_MPI_Barrier|dissem_barrier|window|roundtime``); window
     and round-time synchronisation start every call at the same instant of a global clock
-    obtained by clock synchronisation (``--clock-sync``, from MPITS: HCA, HCA2, HCA3, JK, SKaMPI
-    and the hierarchical Topo1/Topo2). ``-v`` prints every process's run-time of every call.
+    obtained by clock synchronisation (from MPITS: HCA, HCA2, HCA3, HCA3O, JK, SKaMPI
+    and the hierarchical two-level Topo2; the clock synchronisation is chosen with
+    ``MPITS_PARAMS="--clock-sync=..."``). ``-v`` prints every process's start and end of every
+    call. MPITS (github.com/hunsa/mpi-time-sync), which upstream's CMakeLists fetches from its
+    main branch at configure time, is a pinned resource here, so the build is offline.
     """
 
     homepage = "https://github.com/hunsa/reprompi"
@@ -64,11 +67,6 @@ class Reprompi(CMakePackage):
         multi=False,
         description="Clock of every time stamp: MPI_Wtime or clock_gettime (ENABLE_GETTIME_*)",
     )
-    variant(
-        "hwloc",
-        default=True,
-        description="Topology-aware (hierarchical) clock synchronisation through hwloc",
-    )
 
     # Spack >= 1.0 attaches compilers through language dependencies; Spack 0.x has no such
     # virtual packages (spack.package_api_version exists only in Spack >= 1.0).
@@ -79,9 +77,8 @@ class Reprompi(CMakePackage):
     depends_on("cmake@3.24:", type="build")  # MPITS's cmake_minimum_required
     depends_on("mpi")
     depends_on("gsl")
-    depends_on("hwloc@2:", when="+hwloc")
 
-    sanity_check_is_file = [join_path("bin", "mpibenchmark")]
+    sanity_check_is_file = (join_path("bin", "mpibenchmark"),)
 
     def patch(self):
         # The build records the commit it was built from (printed as "#@reprompi_commit="):
@@ -104,12 +101,13 @@ class Reprompi(CMakePackage):
             self.define("MPI_C_COMPILER", spec["mpi"].mpicc),
             self.define("MPI_CXX_COMPILER", spec["mpi"].mpicxx),
             # MPITS is a resource: FetchContent never goes online.
-            self.define("FETCHCONTENT_SOURCE_DIR_MPITS", join_path(self.stage.source_path, _VENDOR, "mpits")),
+            self.define(
+                "FETCHCONTENT_SOURCE_DIR_MPITS",
+                join_path(self.stage.source_path, _VENDOR, "mpits"),
+            ),
             self.define("FETCHCONTENT_FULLY_DISCONNECTED", True),
+            # hwloc only adds MPITS's Topo1 clock synchronisation, and its FindHwloc misses
+            # multiarch library directories: built without it, deterministically.
+            self.define("CMAKE_DISABLE_FIND_PACKAGE_Hwloc", True),
         ]
-        # ReproMPI's and MPITS's FindHwloc look only below HWLOC_LIBRARY_DEFAULT_PATH.
-        if spec.satisfies("+hwloc"):
-            args.append(self.define("HWLOC_LIBRARY_DEFAULT_PATH", spec["hwloc"].prefix))
-        else:
-            args.append(self.define("CMAKE_DISABLE_FIND_PACKAGE_Hwloc", True))
         return args

@@ -10,17 +10,18 @@ in this order; a new study is a module here and a line in :data:`STUDIES`.
   tuning study; never for a plain sweep;
 * ``gasnet``: flood bandwidth and RMA latency in the style of the GASNet-EX paper;
 * ``deviations``: under the tables, how a campaign reproducing a study differs from its published
-  setup (the records' deviation notes).
+  setup (the records' deviation notes);
+* ``guidelines``: self-consistent performance guidelines of collectives (IMB, OSU, ReproMPI).
 """
 
 from __future__ import annotations
 
 from typing import List
 
-from commstack.report.studies import betzy, deviations, gasnet, oracle
+from commstack.report.studies import betzy, deviations, gasnet, guidelines, oracle
 from commstack.report.studies.base import Context, Study
 
 STUDIES: List[Study] = [betzy.PUBLISHED, betzy.CARTEX, oracle.STUDY, gasnet.STUDY,
-                        deviations.STUDY]
+                        deviations.STUDY, guidelines.STUDY]
 
 __all__ = ["STUDIES", "Context", "Study"]

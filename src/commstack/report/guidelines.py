@@ -1,0 +1,275 @@
+"""Self-consistent performance guidelines: a collective should not be slower than a composition
+of others that does the same job (Träff, Gropp & Thakur, TPDS 2010; Hunold's PGChecker, SC-W
+2023). The rules, each with its source, are the rows of ``guidelines.tsv`` beside this module.
+
+A rule is checked wherever a campaign measured every collective it names at the sizes it needs
+in the same *setting*: one benchmark family (IMB, OSU or ReproMPI; their timings are not mixed),
+one stack, one process count and the same parameters apart from those that only choose what is
+measured (the collective, the sizes, the repetitions). The samples of a collective at a size are
+the per-call run-times of ReproMPI (read back from each run's ``stdout.txt``) or, for IMB and
+OSU, which print one average per size and run, the runs' values. The composition's samples are
+the sums of its parts' samples taken in order (i-th with i-th). The collective is called slower
+than the composition only as :mod:`commstack.stats` calls any difference: Mann-Whitney U,
+Holm-corrected over every check of the report, and beyond the 5 % threshold.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from commstack import stats
+from commstack.benchmarks import registry
+from commstack.store.record import Record
+
+GUIDELINES = Path(__file__).with_name("guidelines.tsv")
+MAX_RULES = 1000  # a guideline file longer than this is refused, not read
+# Benchmarks whose rows are timings of collectives, by family format.
+FAMILIES = {"imb": "IMB", "osu": "OSU", "reprompi": "ReproMPI"}
+# Parameters that only choose what is measured (which collective, sizes, repetitions): two
+# points that differ in them alone are one setting.
+_SELECTING = {
+    "imb": {"benchmarks", "msglog", "msgsize", "npmin", "iter", "time", "iter_policy", "mem"},
+    "osu": {"executable", "message_size", "iterations", "warmup", "full"},
+    "reprompi": {"calls", "msizes", "msize_interval", "nrep", "summary", "verbose",
+                 "shuffle_jobs"},
+}
+_TERM = re.compile(r"^\s*(?P<coll>[A-Z][A-Za-z_]*)\((?P<size>m|p\*m|m/p)\)\s*$")
+
+
+class GuidelineError(ValueError):
+    """A guideline file that cannot be read; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Term:
+    collective: str
+    size: str  # "m", "p*m" or "m/p"
+
+    def bytes(self, m: int, p: int) -> Optional[int]:
+        if self.size == "m":
+            return m
+        if self.size == "p*m":
+            return p * m
+        return m // p if m % p == 0 else None
+
+    def __str__(self) -> str:
+        return f"{self.collective}({self.size})"
+
+
+@dataclass(frozen=True)
+class Guideline:
+    name: str
+    collective: Term
+    composition: Tuple[Term, ...]
+    source: str
+
+    @property
+    def rule(self) -> str:
+        return f"{self.collective} <= {' + '.join(map(str, self.composition))}"
+
+
+def read_guidelines(path: Path = GUIDELINES) -> List[Guideline]:
+    """The guidelines of a file: ``name<TAB>rule<TAB>source`` rows after a header row."""
+    out: List[Guideline] = []
+    header = False
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if len(out) > MAX_RULES:
+                raise GuidelineError(f"{path}:{number}: more than {MAX_RULES} guidelines")
+            if not line.strip() or line.startswith("#"):
+                continue
+            fields = line.rstrip("\n").split("\t")
+            if not header:
+                if fields != ["name", "rule", "source"]:
+                    raise GuidelineError(f"{path}:{number}: header must be name, rule, source")
+                header = True
+                continue
+            if len(fields) != 3 or not all(f.strip() for f in fields):
+                raise GuidelineError(f"{path}:{number}: expected name, rule and source, "
+                                     "tab-separated")
+            name, rule, source = (f.strip() for f in fields)
+            left, sep, right = rule.partition("<=")
+            terms = [_TERM.match(t) for t in [left, *right.split("+")]] if sep else [None]
+            if not all(terms):
+                raise GuidelineError(f"{path}:{number}: rule {rule!r} is not "
+                                     "'Coll(m) <= Coll(size) + ...' with sizes m, p*m, m/p")
+            parts = [Term(t["coll"], t["size"]) for t in terms if t]
+            if parts[0].size != "m":
+                raise GuidelineError(f"{path}:{number}: the collective on the left is at size m")
+            out.append(Guideline(name, parts[0], tuple(parts[1:]), source))
+    if not header:
+        raise GuidelineError(f"{path}: no header row (name, rule, source)")
+    return out
+
+
+@dataclass
+class Setting:
+    """The samples of one benchmark family, stack, process count and parameter set."""
+
+    family: str
+    stack: str
+    processes: int
+    params: str  # the parameters that tell settings apart, as sorted JSON
+    samples: Dict[Tuple[str, int], List[float]] = field(default_factory=dict)  # usec
+
+    @property
+    def label(self) -> str:
+        extra = ", ".join(f"{k}={v}" for k, v in json.loads(self.params).items())
+        return f"{FAMILIES[self.family]}, {self.stack}, {self.processes} processes" + (
+            f", {extra}" if extra else "")
+
+
+@dataclass(frozen=True)
+class Check:
+    setting: Setting
+    guideline: Guideline
+    m: int
+    collective: stats.Center
+    composition: stats.Center
+    shift: stats.Shift
+    verdict: str = ""
+
+
+def collective_name(family: str, benchmark: object) -> Optional[str]:
+    """The collective a row times, in one spelling for all families (``Bcast``, ...)."""
+    if not isinstance(benchmark, str):
+        return None
+    name = benchmark
+    if family == "reprompi":
+        name = name[4:] if name.startswith("MPI_") else None
+    elif family == "osu":
+        if not name.endswith(" Latency") or " " in name[: -len(" Latency")]:
+            return None  # point-to-point, non-blocking or one-sided tests
+        name = name[: -len(" Latency")]
+        name = {"Broadcast": "Bcast"}.get(name, name)
+    return name
+
+
+def settings(records: Sequence[Record],
+             output: Callable[[Record], Optional[str]] = lambda r: None) -> List[Setting]:
+    """The campaign's collective timings by setting. ``output(record)``: the run's stdout, from
+    which ReproMPI's per-call samples are read (None: its rows' medians are used)."""
+    from commstack.benchmarks import reprompi
+
+    found: Dict[Tuple, Setting] = {}
+    for rec in records:
+        family = registry.BENCHMARKS[rec.benchmark].format \
+            if rec.benchmark in registry.BENCHMARKS else None
+        if not rec.ok or rec.published or family not in FAMILIES:
+            continue
+        params = {k: v for k, v in sorted(rec.params.items())
+                  if k not in _SELECTING[family] and k not in ("stack", "nodes")}
+        per_call = None
+        if family == "reprompi":
+            text = output(rec)
+            try:
+                per_call = reprompi.samples(text) if text else None
+            except ValueError:
+                per_call = None
+        for row in rec.parsed:
+            name = collective_name(family, row.get("benchmark"))
+            size = row.get("bytes")
+            figure = registry.metric_of(row, rec.benchmark)
+            if name is None or not isinstance(size, int) or figure is None:
+                continue
+            processes = row.get("np") or rec.ranks
+            if not isinstance(processes, int):
+                continue
+            key = (family, rec.stack or "", processes, json.dumps(params, default=str))
+            setting = found.setdefault(key, Setting(family, rec.stack or "", processes, key[3]))
+            values = setting.samples.setdefault((name, size), [])
+            calls = per_call.get((row["benchmark"], size)) if per_call else None
+            if calls is not None:
+                values += [t * 1e6 for t in calls.local]
+            else:
+                values.append(float(row[figure.key]))
+    return list(found.values())
+
+
+def check(found: Sequence[Setting], rules: Sequence[Guideline],
+          method: str = "holm") -> Tuple[List[Check], List[str]]:
+    """Every check the measurements allow, with its verdict (``worse``: the collective is
+    slower than the composition, a violation), and the rules nothing could check."""
+    checks: List[Check] = []
+    for setting in found:
+        for rule in rules:
+            for (name, m), lhs in sorted(setting.samples.items()):
+                if name != rule.collective.collective or not lhs:
+                    continue
+                parts = []
+                for term in rule.composition:
+                    size = term.bytes(m, setting.processes)
+                    parts.append(setting.samples.get((term.collective, size)) if size else None)
+                if not all(parts):
+                    continue
+                composed = [sum(values) for values in zip(*parts)]
+                checks.append(Check(setting, rule, m, stats.describe(lhs),
+                                    stats.describe(composed), stats.shift(composed, lhs)))
+    calls = stats.verdicts([c.shift for c in checks], method=method)
+    checks = [Check(c.setting, c.guideline, c.m, c.collective, c.composition, c.shift, v)
+              for c, v in zip(checks, calls)]
+    used = {c.guideline.name for c in checks}
+    return checks, [r.name for r in rules if r.name not in used]
+
+
+def _center(c: stats.Center) -> str:
+    if c.low is None:
+        return f"{c.median:.3g} (n={c.n})"
+    return f"{c.median:.3g} [{c.low:.3g}–{c.high:.3g}] (n={c.n})"
+
+
+def lines(checks: Sequence[Check], unchecked: Sequence[str], rules: Sequence[Guideline],
+          method: str = "holm") -> List[str]:
+    """The report section."""
+    out = ["", "## Self-consistent performance guidelines", ""]
+    if not checks:
+        return out + ["No guideline could be checked: no setting measured a collective and the "
+                      "composition of a guideline at matching sizes (see "
+                      "`src/commstack/report/guidelines.tsv`)."]
+    violations = [c for c in checks if c.verdict == stats.WORSE]
+    out += [f"{len(checks)} checks in {len({id(c.setting) for c in checks})} settings; "
+            f"{len(violations)} violations: the collective slower than a composition that "
+            f"does the same job. A violation is called only when {stats.rule_text(method=method)}. "
+            "Times in usec: median [95 % interval] (n samples).", ""]
+    if violations:
+        out += ["| setting | guideline | m [bytes] | collective | composition | ratio [interval] |",
+                "|---|---|---|---|---|---|"]
+        for c in violations:
+            sizes = " + ".join(f"{t.collective}({t.bytes(c.m, c.setting.processes)} B)"
+                               for t in c.guideline.composition)
+            out.append(f"| {c.setting.label} | {c.guideline.rule} | {c.m} | "
+                       f"{_center(c.collective)} | {sizes}: {_center(c.composition)} | "
+                       f"{c.shift.ratio:.2f} [{c.shift.low:.2f}–{c.shift.high:.2f}] |")
+        out.append("")
+        out.append("A violation names an algorithm choice to tune at those sizes: the "
+                   "composition is a way the library could have done the same job faster.")
+    else:
+        out.append("No violation beyond noise.")
+    sources = {r.name: r for r in rules}
+    out += ["", "Guidelines checked: " + "; ".join(
+        f"`{sources[n].rule}` ({sources[n].source})" for n in
+        sorted({c.guideline.name for c in checks}))]
+    if unchecked:
+        out.append("Not checked (collectives or sizes not measured in one setting): "
+                   + ", ".join(f"`{sources[n].rule}`" for n in unchecked) + ".")
+    return out
+
+
+def section(records: Sequence[Record],
+            output: Callable[[Record], Optional[str]] = lambda r: None) -> List[str]:
+    """The guidelines section of a campaign's report (no lines when it timed no collectives)."""
+    found = settings(records, output)
+    if not found:
+        return []
+    rules = read_guidelines()
+    checks, unchecked = check(found, rules)
+    return lines(checks, unchecked, rules)
+
+
+def needs_rows(record: Record, info: object = None) -> bool:
+    spec = registry.BENCHMARKS.get(record.benchmark)
+    return spec is not None and spec.format in FAMILIES

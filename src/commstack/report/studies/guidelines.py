@@ -1,0 +1,31 @@
+"""The self-consistent performance guidelines section (:mod:`commstack.report.guidelines`)
+for every campaign that timed collectives with IMB, OSU or ReproMPI."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from commstack.report import guidelines
+from commstack.report.studies.base import Context, Study
+from commstack.store.record import Record
+
+MAX_OUTPUT = 256 * 2 ** 20  # a run's stdout read for ReproMPI's per-call samples, at most
+
+
+def _output(context: Context, record: Record) -> Optional[str]:
+    folder = context.campaign.point_dir(record.point_id) / f"rep{record.repeat}.try{record.attempt}"
+    path = folder / (record.stdout or "stdout.txt")
+    try:
+        if path.stat().st_size > MAX_OUTPUT:
+            return None
+        return path.read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def _section(context: Context) -> List[str]:
+    return guidelines.section(context.swept, lambda r: _output(context, r))
+
+
+STUDY = Study("guidelines", applies=lambda c: any(guidelines.needs_rows(r) for r in c.swept),
+              section=_section, needs_rows=guidelines.needs_rows)

@@ -1,0 +1,115 @@
+"""Self-consistent performance guidelines (commstack.report.guidelines) on real ReproMPI
+outputs: a violation planted in a real run (Allreduce made 20 times slower at one size, so that
+Reduce + Bcast is faster) is reported with its size and composition, the unplanted run's
+verdict at that size is not changed elsewhere, and a guideline file that cannot be read is named."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from commstack.benchmarks.reprompi import parse_reprompi
+from commstack.report import guidelines
+from commstack.store.record import Record
+
+pytest.importorskip("scipy", reason="skipped: scipy not installed (pip install 'commstack[stats]')")
+
+FIXTURE = Path(__file__).parent / "fixtures" / "reprompi" / "openmpi-4.1.4" / \
+    "barrier-bcast-allreduce-np2.out"
+FACTOR = 20
+
+
+def _planted(text: str, call: str, count: int, factor: float) -> str:
+    """The output with every per-call run-time of ``call`` at ``count`` multiplied."""
+    def slower(m: "re.Match[str]") -> str:
+        return f"{m['head']}{float(m['t']) * factor:.10f}"
+    pattern = re.compile(rf"^(?P<head>\s+{call}\s+\d+\s+{count}\s+)(?P<t>[\d.]+)$", re.M)
+    out, n = pattern.subn(slower, text)
+    assert n == 20, n
+    return out
+
+
+def _record(text: str, stack: str = "ompi") -> Record:
+    return Record(campaign="c", machine="local", benchmark="reprompi", point_id=stack, repeat=1,
+                  attempt=1, params={"stack": stack, "calls": "MPI_Bcast,MPI_Allreduce,MPI_Reduce",
+                                     "proc_sync": "MPI_Barrier"},
+                  status="ok", stack=stack, ranks=2, parsed=parse_reprompi(text).rows,
+                  stdout="stdout.txt")
+
+
+def _checks(*texts: str):
+    records = [_record(t, f"s{i}") for i, t in enumerate(texts)]
+    outputs = {r.point_id: t for r, t in zip(records, texts)}
+    found = guidelines.settings(records, lambda r: outputs[r.point_id])
+    return guidelines.check(found, guidelines.read_guidelines())
+
+
+def test_a_planted_violation_is_reported_with_its_sizes_and_composition():
+    text = FIXTURE.read_text()
+    planted = _planted(text, "MPI_Allreduce", 1024, FACTOR)
+    checks, unchecked = _checks(text, planted)
+    by = {(c.setting.stack, c.guideline.name, c.m): c for c in checks}
+    # 3 sizes x (Allreduce <= Reduce + Bcast, Reduce <= Allreduce) per run; per-call samples
+    assert len(checks) == 12 and by[("s1", "allreduce-reduce-bcast", 1024)].collective.n == 20
+    assert set(unchecked) == {"gather-allgather", "allgather-gather-bcast",
+                              "bcast-scatter-allgather"}
+    hit = by[("s1", "allreduce-reduce-bcast", 1024)]
+    assert hit.verdict == "worse"
+    before = by[("s0", "allreduce-reduce-bcast", 1024)]
+    assert hit.shift.ratio == pytest.approx(before.shift.ratio * FACTOR, rel=0.01)
+    # the planted run's other sizes are the unplanted run's, verdict for verdict
+    for m in (8, 65536):
+        assert by[("s1", "allreduce-reduce-bcast", m)].verdict == \
+            by[("s0", "allreduce-reduce-bcast", m)].verdict
+
+    lines = guidelines.lines(checks, unchecked, guidelines.read_guidelines())
+    row = next(line for line in lines if line.startswith("| ReproMPI, s1") and "| 1024 |" in line)
+    assert "Allreduce(m) <= Reduce(m) + Bcast(m)" in row
+    assert "Reduce(1024 B) + Bcast(1024 B)" in row
+    assert any("Holm" in line for line in lines)
+
+
+def test_settings_are_kept_apart():
+    """Timings of two stacks are never composed with each other."""
+    text = FIXTURE.read_text()
+    only_allreduce = "\n".join(line for line in text.splitlines()
+                               if "MPI_Reduce" not in line and "MPI_Bcast " not in line)
+    records = [_record(only_allreduce, "a"), _record(text.replace("MPI_Allreduce", "MPI_Scan"), "b")]
+    outputs = {"a": only_allreduce, "b": text.replace("MPI_Allreduce", "MPI_Scan")}
+    found = guidelines.settings(records, lambda r: outputs[r.point_id])
+    checks, _ = guidelines.check(found, guidelines.read_guidelines())
+    assert checks == []
+
+
+def test_shipped_guidelines_each_have_a_source():
+    rules = guidelines.read_guidelines()
+    assert [r.name for r in rules] == ["allreduce-reduce-bcast", "reduce-allreduce",
+                                       "gather-allgather", "allgather-gather-bcast",
+                                       "bcast-scatter-allgather"]
+    assert all("Träff" in r.source for r in rules)
+    assert str(rules[3].composition[1]) == "Bcast(p*m)"
+
+
+@pytest.mark.parametrize("body, message", [
+    ("name\trule\tsource\nx\tAllreduce(m) < Reduce(m)\tpaper\n", ":2: rule"),
+    ("name\trule\tsource\nx\tAllreduce(m) <= Reduce(m)\n", ":2: expected name, rule and source"),
+    ("name\trule\n", ":1: header"),
+    ("name\trule\tsource\nx\tBcast(m/p) <= Scatter(m)\tpaper\n", ":2: the collective on the left"),
+])
+def test_a_broken_guideline_file_is_named_with_its_line(tmp_path, body, message):
+    path = tmp_path / "g.tsv"
+    path.write_text(body)
+    with pytest.raises(guidelines.GuidelineError, match=re.escape(f"{path}{message}")):
+        guidelines.read_guidelines(path)
+
+
+@pytest.mark.parametrize("family, name, expected", [
+    ("osu", "Broadcast Latency", "Bcast"), ("osu", "Allreduce Latency", "Allreduce"),
+    ("osu", "Non-blocking Allreduce Latency", None), ("osu", "Latency", None),
+    ("imb", "Allgather", "Allgather"), ("reprompi", "MPI_Scatter", "Scatter"),
+    ("reprompi", "Send_Recv", None),
+])
+def test_collective_names_of_each_family(family, name, expected):
+    assert guidelines.collective_name(family, name) == expected
