@@ -57,7 +57,8 @@ class Option:
 
     kind:
       ``value``  -> ``flag VALUE``
-      ``equals`` -> ``flag=VALUE`` (a list joined by commas; ReproMPI's options)
+      ``equals`` -> ``flag=VALUE`` (a list joined by commas; ReproMPI's options); an empty
+                    value leaves the option out (a zip axis on which it does not apply)
       ``flag``   -> ``flag`` when the value is true, nothing when false
       ``triple`` -> ``flag X Y Z`` (value given as "X Y Z", "XxYxZ" or a list of 3)
       ``names``  -> positional words (IMB benchmark list: "PingPong Allreduce" or a list)
@@ -72,6 +73,8 @@ class Option:
         if self.kind == "flag":
             return [self.flag] if _truthy(value) else []
         if self.kind == "equals":
+            if value == "":
+                return []
             joined = ",".join(_words(value)) if isinstance(value, (list, tuple)) else _scalar(value)
             return [f"{self.flag}={joined}"]
         if self.kind in ("names", "trailing"):

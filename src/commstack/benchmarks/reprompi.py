@@ -24,13 +24,14 @@ computes the same run-times from them, both ``local`` and (where global times ar
 Under window synchronisation a call whose ``errorcode`` is not 0 (a process started it after its
 window had begun) is invalid: ReproMPI's summary leaves it out and so does this parser.
 
-One row per call and message size: ``benchmark`` (the call, e.g. ``MPI_Bcast``), ``bytes``,
-``count``, ``repetitions`` (calls measured), ``valid`` (calls kept), the median per-call run-time
-``t_med_us`` with its distribution-free 95 % interval ``t_low_us``..``t_high_us``
-(``commstack.stats.describe``; None below 6 calls), ``t_min_us``, ``t_max_us``; with ``-v``
-also ``t_global_med_us`` and ``start_skew_med_us``. The per-call samples themselves stay in the
-run's ``stdout.txt`` (the record's raw output), where :func:`samples` reads them back: a record
-holds a few numbers per row however many calls were timed.
+One row per call and message size: ``benchmark`` (the call, e.g. ``MPI_Bcast``), ``bytes``
+(the printed count times ``#@datatype_size_bytes``), ``repetitions`` (calls measured),
+``valid`` (calls kept), the median per-call run-time ``t_med_us`` with its distribution-free
+95 % interval ``t_low_us``..``t_high_us`` (``commstack.stats.describe``; None below 6 calls),
+``t_min_us``, ``t_max_us``; with ``-v`` also ``t_global_med_us`` and ``start_skew_med_us``
+(None otherwise; the times are None where no call was valid). The per-call samples themselves
+stay in the run's ``stdout.txt`` (the record's raw output), where :func:`samples` reads them
+back: a record holds a few numbers per row however many calls were timed.
 
 Versions: releases before MPITS (e.g. commit 0032547 of 2020, tests/fixtures/reprompi/external/)
 print the same tables with ``#@sync=`` and ``#@clocktype=`` for ``#@procsync=`` and
@@ -106,14 +107,15 @@ def parse_reprompi(text: str) -> Output:
         for s in table.summaries:
             rows.append(s)
     else:
-        for one in _samples(meta, table):
-            rows.append(_row(one))
-            if len(one.local) < one.measured:
-                notes.append(f"{one.call} count {one.count}: {one.measured - len(one.local)} of "
-                             f"{one.measured} calls started outside their window (errorcode "
-                             "not 0), left out")
-    for row in rows:
-        row["bytes"] = row["count"] * _size_bytes(meta, table)
+        found = _samples(meta, table)
+        rows = [_row(one) for one in found]
+        out_of_window = sum(one.measured - len(one.local) for one in found)
+        if out_of_window:
+            notes.append(f"{out_of_window} of {sum(one.measured for one in found)} calls started "
+                         "outside their window (errorcode not 0) and are left out; each row's "
+                         "'valid' counts the calls kept")
+    for row in rows:  # the size in bytes replaces ReproMPI's count of datatype elements
+        row["bytes"] = row.pop("count") * _size_bytes(meta, table)
     notes += _ignored_options(meta)
     if meta.get("skipped"):
         notes.append(f"ignored {len(meta['skipped'])} line(s) before the table header that are "
@@ -288,17 +290,18 @@ def _samples(meta: Dict[str, Any], table: _Table) -> List[Samples]:
 
 
 def _row(s: Samples) -> dict:
+    # Every row has every key (None where there is no value): consecutive rows with the same keys
+    # are stored as one block of a record's table.
     row: Dict[str, Any] = {"benchmark": s.call, "count": s.count, "repetitions": s.measured,
                            "valid": len(s.local)}
-    if s.local:
-        center = stats.describe(s.local)
-        row.update(t_med_us=_us(center.median), t_low_us=_us(center.low),
-                   t_high_us=_us(center.high), t_min_us=_us(min(s.local)),
-                   t_max_us=_us(max(s.local)))
-    if s.global_:
-        row["t_global_med_us"] = _us(stats.median(s.global_))
-    if s.start_skew:
-        row["start_skew_med_us"] = _us(stats.median(s.start_skew))
+    center = stats.describe(s.local) if s.local else None
+    row.update(t_med_us=_us(center.median) if center else None,
+               t_low_us=_us(center.low) if center else None,
+               t_high_us=_us(center.high) if center else None,
+               t_min_us=_us(min(s.local)) if s.local else None,
+               t_max_us=_us(max(s.local)) if s.local else None,
+               t_global_med_us=_us(stats.median(s.global_)) if s.global_ else None,
+               start_skew_med_us=_us(stats.median(s.start_skew)) if s.start_skew else None)
     return row
 
 

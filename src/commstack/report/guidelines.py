@@ -233,7 +233,7 @@ def lines(checks: Sequence[Check], unchecked: Sequence[str], rules: Sequence[Gui
     violations = [c for c in checks if c.verdict == stats.WORSE]
     out += [f"{len(checks)} checks in {len({id(c.setting) for c in checks})} settings; "
             f"{len(violations)} violations: the collective slower than a composition that "
-            f"does the same job. A violation is called only when {stats.rule_text(method=method)}. "
+            f"does the same job. Verdicts: {stats.rule_text(method=method)}. "
             "Times in usec: median [95 % interval] (n samples).", ""]
     if violations:
         out += ["| setting | guideline | m [bytes] | collective | composition | ratio [interval] |",
