@@ -22,6 +22,6 @@ from commstack.report.studies import betzy, deviations, gasnet, guidelines, orac
 from commstack.report.studies.base import Context, Study
 
 STUDIES: List[Study] = [betzy.PUBLISHED, betzy.CARTEX, oracle.STUDY, gasnet.STUDY,
-                        deviations.STUDY, guidelines.STUDY]
+                        deviations.STUDY, guidelines.SYNC, guidelines.STUDY]
 
 __all__ = ["STUDIES", "Context", "Study"]

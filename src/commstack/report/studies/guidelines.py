@@ -1,11 +1,13 @@
 """The self-consistent performance guidelines section (:mod:`commstack.report.guidelines`)
-for every campaign that timed collectives with IMB, OSU or ReproMPI."""
+for every campaign that timed collectives with IMB, OSU or ReproMPI, and for ReproMPI campaigns
+that vary the process synchronisation, how much it moves the result
+(:mod:`commstack.report.sync_method`)."""
 
 from __future__ import annotations
 
 from typing import List, Optional
 
-from commstack.report import guidelines
+from commstack.report import guidelines, sync_method
 from commstack.report.studies.base import Context, Study
 from commstack.store.record import Record
 
@@ -27,5 +29,11 @@ def _section(context: Context) -> List[str]:
     return guidelines.section(context.swept, lambda r: _output(context, r))
 
 
+def _sync_section(context: Context) -> List[str]:
+    return sync_method.section(context.swept, lambda r: _output(context, r))
+
+
+SYNC = Study("sync-method", applies=lambda c: any(r.benchmark == "reprompi" for r in c.swept),
+             section=_sync_section)
 STUDY = Study("guidelines", applies=lambda c: any(guidelines.needs_rows(r) for r in c.swept),
               section=_section, needs_rows=guidelines.needs_rows)
