@@ -113,3 +113,24 @@ def test_a_broken_guideline_file_is_named_with_its_line(tmp_path, body, message)
 ])
 def test_collective_names_of_each_family(family, name, expected):
     assert guidelines.collective_name(family, name) == expected
+
+
+def test_the_sync_method_section_compares_each_method_with_the_barrier():
+    """Real -v runs of one stack with MPI_Barrier and window synchronisation: the section
+    compares them call by call, with the start skew each method left."""
+    from commstack.report import sync_method
+
+    folder = FIXTURE.parent
+    texts = {"barrier": (folder / "barrier-v-bcast-np2.out").read_text(),
+             "window": (folder / "window-v-bcast-np2.out").read_text()}
+    records = []
+    for name, sync in (("barrier", "MPI_Barrier"), ("window", "window")):
+        rec = _record(texts[name], "ompi")
+        rec.point_id, rec.params = name, {"stack": "ompi", "proc_sync": sync, "verbose": True}
+        records.append(rec)
+    lines = sync_method.section(records, lambda r: texts[r.point_id])
+    assert any(line.startswith("- ompi, window vs MPI_Barrier:") for line in lines)
+    table = [line for line in lines if line.startswith("| ompi | window | MPI_Bcast")]
+    # 8 bytes: 10 valid calls each; 1024 bytes: every window call out of its window, no cell
+    assert len(table) == 1 and "| 8 |" in table[0] and "(n=10)" in table[0]
+    assert sync_method.section(records[:1], lambda r: texts[r.point_id]) == []
