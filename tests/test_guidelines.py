@@ -134,3 +134,17 @@ def test_the_sync_method_section_compares_each_method_with_the_barrier():
     # 8 bytes: 10 valid calls each; 1024 bytes: every window call out of its window, no cell
     assert len(table) == 1 and "| 8 |" in table[0] and "(n=10)" in table[0]
     assert sync_method.section(records[:1], lambda r: texts[r.point_id]) == []
+
+
+def test_only_records_of_settings_naming_a_guideline_s_collectives_are_read():
+    """The report reads rows again only where the parameters name every collective of a rule."""
+    text = FIXTURE.read_text()
+    rules = guidelines.read_guidelines()
+    both = _record(text, "a")
+    alone = _record(text, "b")
+    alone.params = dict(alone.params, calls="MPI_Allreduce")
+    assert guidelines.relevant([both, alone], rules) == [both]
+    osu = Record(campaign="c", machine="local", benchmark="osu", point_id="o", repeat=1,
+                 attempt=1, params={"executable": "osu_allreduce"}, status="ok", ranks=2)
+    assert guidelines.named_collectives(osu) == {"Allreduce"}
+    assert guidelines.relevant([osu], rules) == []

@@ -149,20 +149,81 @@ def collective_name(family: str, benchmark: object) -> Optional[str]:
     return name
 
 
+def _family(record: Record) -> Optional[str]:
+    spec = registry.BENCHMARKS.get(record.benchmark)
+    return spec.format if spec is not None and spec.format in FAMILIES else None
+
+
+def _params(record: Record, family: str) -> Dict[str, object]:
+    return {k: v for k, v in sorted(record.params.items())
+            if k not in _SELECTING[family] and k not in ("stack", "nodes")}
+
+
+def named_collectives(record: Record) -> Optional[set]:
+    """The collectives a record's parameters ask for (None: the benchmark's default list, which
+    may hold any), read without its rows."""
+    family = _family(record)
+    if family == "imb":
+        value = record.params.get("benchmarks")
+        if value is None:
+            return None
+        words = value if isinstance(value, (list, tuple)) else str(value).replace(",", " ").split()
+        return {str(w) for w in words}
+    if family == "osu":
+        exe = str(record.params.get("executable", ""))
+        name = exe[len("osu_"):] if exe.startswith("osu_") else ""
+        return {name.capitalize()} if name else set()  # osu_allreduce: Allreduce
+    if family == "reprompi":
+        value = record.params.get("calls")
+        if value is None:
+            return None
+        words = value if isinstance(value, (list, tuple)) else str(value).split(",")
+        return {str(w).strip()[4:] for w in words if str(w).strip().startswith("MPI_")}
+    return set()
+
+
+def relevant(records: Sequence[Record], rules: Sequence[Guideline]) -> List[Record]:
+    """The records of the settings whose parameters name every collective of some guideline:
+    the only ones whose rows the check reads (a report keeps no rows it does not need)."""
+    named: Dict[Tuple, Optional[set]] = {}
+    for rec in records:
+        family = _family(rec)
+        if family is None or not rec.ok or rec.published:
+            continue
+        key = (family, rec.stack, rec.ranks, json.dumps(_params(rec, family), default=str))
+        these = named_collectives(rec)
+        if key not in named:
+            named[key] = these if these is None else set(these)
+        elif named[key] is not None:
+            named[key] = None if these is None else named[key] | these
+    wanted = {key for key, colls in named.items()
+              if colls is None or any({rule.collective.collective,
+                                       *(t.collective for t in rule.composition)} <= colls
+                                      for rule in rules)}
+    out = []
+    for rec in records:
+        family = _family(rec)
+        if family is not None and (family, rec.stack, rec.ranks, json.dumps(
+                _params(rec, family), default=str)) in wanted:
+            out.append(rec)
+    return out
+
+
 def settings(records: Sequence[Record],
-             output: Callable[[Record], Optional[str]] = lambda r: None) -> List[Setting]:
+             output: Callable[[Record], Optional[str]] = lambda r: None,
+             rows: Callable[[Record], List[dict]] = lambda r: r.parsed) -> List[Setting]:
     """The campaign's collective timings by setting. ``output(record)``: the run's stdout, from
-    which ReproMPI's per-call samples are read (None: its rows' medians are used)."""
+    which ReproMPI's per-call samples are read (None: its rows' medians are used);
+    ``rows(record)``: its result rows (a report reads them from record.json only for the
+    records :func:`relevant` selects)."""
     from commstack.benchmarks import reprompi
 
     found: Dict[Tuple, Setting] = {}
     for rec in records:
-        family = registry.BENCHMARKS[rec.benchmark].format \
-            if rec.benchmark in registry.BENCHMARKS else None
-        if not rec.ok or rec.published or family not in FAMILIES:
+        family = _family(rec)
+        if not rec.ok or rec.published or family is None:
             continue
-        params = {k: v for k, v in sorted(rec.params.items())
-                  if k not in _SELECTING[family] and k not in ("stack", "nodes")}
+        params = _params(rec, family)
         per_call = None
         if family == "reprompi":
             text = output(rec)
@@ -170,7 +231,7 @@ def settings(records: Sequence[Record],
                 per_call = reprompi.samples(text) if text else None
             except ValueError:
                 per_call = None
-        for row in rec.parsed:
+        for row in rows(rec):
             name = collective_name(family, row.get("benchmark"))
             size = row.get("bytes")
             figure = registry.metric_of(row, rec.benchmark)
@@ -260,16 +321,16 @@ def lines(checks: Sequence[Check], unchecked: Sequence[str], rules: Sequence[Gui
 
 
 def section(records: Sequence[Record],
-            output: Callable[[Record], Optional[str]] = lambda r: None) -> List[str]:
+            output: Callable[[Record], Optional[str]] = lambda r: None,
+            rows: Callable[[Record], List[dict]] = lambda r: r.parsed) -> List[str]:
     """The guidelines section of a campaign's report (no lines when it timed no collectives)."""
-    found = settings(records, output)
+    rules = read_guidelines()
+    found = settings(relevant(records, rules), output, rows)
     if not found:
         return []
-    rules = read_guidelines()
     checks, unchecked = check(found, rules)
     return lines(checks, unchecked, rules)
 
 
-def needs_rows(record: Record, info: object = None) -> bool:
-    spec = registry.BENCHMARKS.get(record.benchmark)
-    return spec is not None and spec.format in FAMILIES
+def applies(record: Record) -> bool:
+    return _family(record) is not None

@@ -5,18 +5,32 @@ that vary the process synchronisation, how much it moves the result
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import List, Optional
 
 from commstack.report import guidelines, sync_method
 from commstack.report.studies.base import Context, Study
-from commstack.store.record import Record
+from commstack.store.record import Record, RecordError
 
 MAX_OUTPUT = 256 * 2 ** 20  # a run's stdout read for ReproMPI's per-call samples, at most
 
 
+def _folder(context: Context, record: Record) -> Path:
+    return context.campaign.point_dir(record.point_id) / f"rep{record.repeat}.try{record.attempt}"
+
+
+def _rows(context: Context, record: Record) -> List[dict]:
+    """The record's rows, read again from its record.json (the report keeps none of them)."""
+    if record.parsed:
+        return record.parsed
+    try:
+        return Record.load(_folder(context, record) / "record.json").parsed
+    except (OSError, RecordError):
+        return []
+
+
 def _output(context: Context, record: Record) -> Optional[str]:
-    folder = context.campaign.point_dir(record.point_id) / f"rep{record.repeat}.try{record.attempt}"
-    path = folder / (record.stdout or "stdout.txt")
+    path = _folder(context, record) / (record.stdout or "stdout.txt")
     try:
         if path.stat().st_size > MAX_OUTPUT:
             return None
@@ -26,7 +40,8 @@ def _output(context: Context, record: Record) -> Optional[str]:
 
 
 def _section(context: Context) -> List[str]:
-    return guidelines.section(context.swept, lambda r: _output(context, r))
+    return guidelines.section(context.swept, lambda r: _output(context, r),
+                              lambda r: _rows(context, r))
 
 
 def _sync_section(context: Context) -> List[str]:
@@ -35,5 +50,5 @@ def _sync_section(context: Context) -> List[str]:
 
 SYNC = Study("sync-method", applies=lambda c: any(r.benchmark == "reprompi" for r in c.swept),
              section=_sync_section)
-STUDY = Study("guidelines", applies=lambda c: any(guidelines.needs_rows(r) for r in c.swept),
-              section=_section, needs_rows=guidelines.needs_rows)
+STUDY = Study("guidelines", applies=lambda c: any(guidelines.applies(r) for r in c.swept),
+              section=_section)
