@@ -23,6 +23,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from commstack import stats
 from commstack.benchmarks import registry
+from commstack.markdown_table import table
 from commstack.store.record import Record
 
 GUIDELINES = Path(__file__).with_name("guidelines.tsv")
@@ -297,14 +298,15 @@ def lines(checks: Sequence[Check], unchecked: Sequence[str], rules: Sequence[Gui
             f"does the same job. Verdicts: {stats.rule_text(method=method)}. "
             "Times in usec: median [95 % interval] (n samples).", ""]
     if violations:
-        out += ["| setting | guideline | m [bytes] | collective | composition | ratio [interval] |",
-                "|---|---|---|---|---|---|"]
+        body = []
         for c in violations:
             sizes = " + ".join(f"{t.collective}({t.bytes(c.m, c.setting.processes)} B)"
                                for t in c.guideline.composition)
-            out.append(f"| {c.setting.label} | {c.guideline.rule} | {c.m} | "
-                       f"{_center(c.collective)} | {sizes}: {_center(c.composition)} | "
-                       f"{c.shift.ratio:.2f} [{c.shift.low:.2f}–{c.shift.high:.2f}] |")
+            body.append([c.setting.label, c.guideline.rule, c.m, _center(c.collective),
+                         f"{sizes}: {_center(c.composition)}",
+                         f"{c.shift.ratio:.2f} [{c.shift.low:.2f}–{c.shift.high:.2f}]"])
+        out += table(["setting", "guideline", "m [bytes]", "collective", "composition",
+                      "ratio [interval]"], body, align="llr")
         out.append("")
         out.append("A violation names an algorithm choice to tune at those sizes: the "
                    "composition is a way the library could have done the same job faster.")

@@ -13,6 +13,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from commstack import stats
 from commstack.benchmarks import reprompi
+from commstack.markdown_table import table
 from commstack.store.record import Record
 
 REFERENCE = "MPI_Barrier"
@@ -83,12 +84,12 @@ def section(records: Sequence[Record], output: Callable[[Record], Optional[str]]
                    f"{len(ratios)} call/size cells; " + ", ".join(
                        f"{counts[v]} {v}" for v in (stats.WORSE, stats.BETTER, stats.SAME,
                                                     stats.UNTESTED) if counts[v]))
-    out += ["", f"| stack | method | call | bytes | {REFERENCE} | method | ratio [interval] | "
-            "verdict | start skew (barrier / method) |", "|---|---|---|---|---|---|---|---|---|"]
-    for r, verdict in zip(rows, calls):
-        out.append(f"| {r[0]} | {r[1]} | {r[2][0]} | {r[2][1]} | {_center(r[3])} | "
-                   f"{_center(r[4])} | {r[5].ratio:.2f} [{r[5].low:.2f}–{r[5].high:.2f}] | "
-                   f"{verdict} | {r[6]} / {r[7]} |")
+    out.append("")
+    out += table(["stack", "method", "call", "bytes", REFERENCE, "method's", "ratio [interval]",
+                  "verdict", "start skew (barrier / method)"],
+                 [[r[0], r[1], r[2][0], r[2][1], _center(r[3]), _center(r[4]),
+                   f"{r[5].ratio:.2f} [{r[5].low:.2f}–{r[5].high:.2f}]", verdict,
+                   f"{r[6]} / {r[7]}"] for r, verdict in zip(rows, calls)], align="lllr")
     return out
 
 
