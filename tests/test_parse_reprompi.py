@@ -46,7 +46,7 @@ def test_outputs_made_here(path):
         if row["valid"]:
             assert row["t_min_us"] <= row["t_med_us"] <= row["t_max_us"]
     fatal = registry.get("reprompi").fatal(out)
-    assert bool(fatal) == ("runtime-type-ignored" in path.stem), fatal
+    assert bool(fatal) == ("runtime-type-not-in-effect" in path.stem), fatal
 
 
 def test_verbose_runtimes_are_the_slowest_process_per_call():
