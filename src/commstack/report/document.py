@@ -75,7 +75,8 @@ def _lines(campaign: Campaign, others: Sequence[Path], drawer: Drawer) -> List[s
     summary = _summary(loaded.samples)
     joined_campaigns = [Campaign(Path(other)) for other in others]
     context = Context(campaign, records, out_dir, joined_campaigns,
-                      [r for other in joined_campaigns for r in other.records() if not r.published])
+                      [r for other in joined_campaigns for r in other.records() if not r.published],
+                      samples=loaded.samples)
     studies = [s for s in STUDIES if s.applies(context)]
     swept_summary = summary
     if len(context.swept) < len(records) and not summary.empty:

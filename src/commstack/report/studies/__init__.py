@@ -22,6 +22,7 @@ from commstack.report.studies import betzy, deviations, gasnet, guidelines, orac
 from commstack.report.studies.base import Context, Study
 
 STUDIES: List[Study] = [betzy.PUBLISHED, betzy.CARTEX, oracle.STUDY, gasnet.STUDY,
-                        deviations.STUDY, guidelines.SYNC, guidelines.STUDY]
+                        deviations.STUDY, guidelines.SYNC, guidelines.STUDY,
+                        guidelines.SLOW]
 
 __all__ = ["STUDIES", "Context", "Study"]

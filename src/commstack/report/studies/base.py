@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from commstack.report.load import Samples
 from commstack.store.campaign import Campaign
 from commstack.store.files import read_json
 from commstack.store.record import Record
@@ -21,6 +22,7 @@ class Context:
     out_dir: Path                  # report/: sections write their PNGs and files here
     joined_campaigns: List[Campaign] = field(default_factory=list)  # `commstack report --with`
     joined: List[Record] = field(default_factory=list)  # their records that were run, not imported
+    samples: Optional[Samples] = None  # every record's figures of merit (report.load), if read
 
     @cached_property
     def swept(self) -> List[Record]:
