@@ -28,8 +28,10 @@ One row per call and message size: ``benchmark`` (the call, e.g. ``MPI_Bcast``),
 (the printed count times ``#@datatype_size_bytes``), ``repetitions`` (calls measured),
 ``valid`` (calls kept), the median per-call run-time ``t_med_us`` with its distribution-free
 95 % interval ``t_low_us``..``t_high_us`` (``commstack.stats.describe``; None below 6 calls),
-``t_min_us``, ``t_max_us``; with ``-v`` also ``t_global_med_us`` and ``start_skew_med_us``
-(None otherwise; the times are None where no call was valid). The per-call samples themselves
+and with ``-v`` ``start_skew_med_us`` (None otherwise; the times are None where no call was
+valid), at 4 significant digits; rows call by call. Minimum, maximum and the global run-times
+(``-v``) are in :func:`samples`; ``--summary`` rows carry ReproMPI's own ``t_avg_us``,
+``t_med_us``, ``t_min_us``, ``t_max_us``. The per-call samples themselves
 stay in the run's ``stdout.txt`` (the record's raw output), where :func:`samples` reads them
 back: a record holds a few numbers per row however many calls were timed.
 
@@ -108,7 +110,10 @@ def parse_reprompi(text: str) -> Output:
             rows.append(s)
     else:
         found = _samples(meta, table)
-        rows = [_row(one) for one in found]
+        first = {}  # calls in the order they first appear, each call's sizes in order
+        for one in found:
+            first.setdefault(one.call, len(first))
+        rows = [_row(one) for one in sorted(found, key=lambda o: (first[o.call], o.count))]
         out_of_window = sum(one.measured - len(one.local) for one in found)
         if out_of_window:
             notes.append(f"{out_of_window} of {sum(one.measured for one in found)} calls started "
@@ -290,23 +295,21 @@ def _samples(meta: Dict[str, Any], table: _Table) -> List[Samples]:
 
 
 def _row(s: Samples) -> dict:
-    # Every row has every key (None where there is no value): consecutive rows with the same keys
-    # are stored as one block of a record's table.
+    # Every row has every key (None where there is no value), and rows come call by call: a
+    # record's table stores one block per call. Times at 4 significant digits (the printed
+    # resolution of every report); the samples themselves stay in stdout.txt.
     row: Dict[str, Any] = {"benchmark": s.call, "count": s.count, "repetitions": s.measured,
                            "valid": len(s.local)}
     center = stats.describe(s.local) if s.local else None
     row.update(t_med_us=_us(center.median) if center else None,
                t_low_us=_us(center.low) if center else None,
                t_high_us=_us(center.high) if center else None,
-               t_min_us=_us(min(s.local)) if s.local else None,
-               t_max_us=_us(max(s.local)) if s.local else None,
-               t_global_med_us=_us(stats.median(s.global_)) if s.global_ else None,
                start_skew_med_us=_us(stats.median(s.start_skew)) if s.start_skew else None)
     return row
 
 
 def _us(seconds: Optional[float]) -> Optional[float]:
-    return None if seconds is None else round(seconds * 1e6, 4)
+    return None if seconds is None else float(f"{seconds * 1e6:.4g}")
 
 
 def _number(value: str) -> Any:
