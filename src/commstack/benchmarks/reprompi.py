@@ -29,7 +29,7 @@ One row per call and message size: ``benchmark`` (the call, e.g. ``MPI_Bcast``),
 ``valid`` (calls kept), the median per-call run-time ``t_med_us`` with its distribution-free
 95 % interval ``t_low_us``..``t_high_us`` (``commstack.stats.describe``; None below 6 calls),
 and with ``-v`` ``start_skew_med_us`` (None otherwise; the times are None where no call was
-valid), at 4 significant digits; rows call by call. Minimum, maximum and the global run-times
+valid), at 4 significant digits; rows call by call (sizes without a valid call last). Minimum, maximum and the global run-times
 (``-v``) are in :func:`samples`; ``--summary`` rows carry ReproMPI's own ``t_avg_us``,
 ``t_med_us``, ``t_min_us``, ``t_max_us``. The per-call samples themselves
 stay in the run's ``stdout.txt`` (the record's raw output), where :func:`samples` reads them
@@ -113,7 +113,10 @@ def parse_reprompi(text: str) -> Output:
         first = {}  # calls in the order they first appear, each call's sizes in order
         for one in found:
             first.setdefault(one.call, len(first))
-        rows = [_row(one) for one in sorted(found, key=lambda o: (first[o.call], o.count))]
+        # calls with no valid call (None times) after the others of their call: one more block,
+        # not one per such row
+        rows = [_row(one) for one in sorted(found, key=lambda o: (first[o.call], not o.local,
+                                                                   o.count))]
         out_of_window = sum(one.measured - len(one.local) for one in found)
         if out_of_window:
             notes.append(f"{out_of_window} of {sum(one.measured for one in found)} calls started "
