@@ -29,9 +29,9 @@ One row per call and message size: ``benchmark`` (the call, e.g. ``MPI_Bcast``),
 ``valid`` (calls kept), the median per-call run-time ``t_med_us`` with its distribution-free
 95 % interval ``t_low_us``..``t_high_us`` (``commstack.stats.describe``; None below 6 calls),
 and with ``-v`` ``start_skew_med_us`` (None otherwise; the times are None where no call was
-valid), at 4 significant digits; rows call by call (sizes without a valid call last). Minimum, maximum and the global run-times
-(``-v``) are in :func:`samples`; ``--summary`` rows carry ReproMPI's own ``t_avg_us``,
-``t_med_us``, ``t_min_us``, ``t_max_us``. The per-call samples themselves
+valid), at 4 significant digits; rows call by call (sizes without a valid call last). Minimum,
+maximum and the global run-times (``-v``) are in :func:`samples`; ``--summary`` rows carry
+ReproMPI's own ``t_avg_us``, ``t_med_us``, ``t_min_us``, ``t_max_us``. The per-call samples
 stay in the run's ``stdout.txt`` (the record's raw output), where :func:`samples` reads them
 back: a record holds a few numbers per row however many calls were timed.
 
