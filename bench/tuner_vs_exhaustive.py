@@ -5,7 +5,8 @@
 2. Replays the tuner's steps (algorithm, then mapping) on those records with the decision rule
    `commstack tune` uses (corrected rank tests and a 5 % threshold, commstack.tune.decide), and
    finds the exhaustive best under the same rule: among the grid points the rule admits against
-   the default (better at some size, worse at none), the one with the lowest median over the
+   the default (better at some size, worse at none, not typically slower), the one with the
+   lowest median over the
    message sizes of its ratio to the best median at each size. Both rules are replayed: the
    default one and `allow_losses: true` (wins minus losses).
 3. Reports the tuner's choice relative to that best (target: within 5 %) and the runs each needs.
@@ -140,7 +141,7 @@ def main() -> int:
         admitted = rule.decide(full, default_key, rule.Rule(allow_losses=allow)).scores
         pool = [k for k, sc in admitted.items()
                 if k != default_key and sc.wins and (allow or sc.eligible)
-                and sc.key(allow)[0] > 0] or [default_key]
+                and sc.key(allow)[0] > 0 and sc.median_speedup >= 1] or [default_key]
         best = min(pool, key=lambda k: score[k])
         result[name] = {
             "tuner_choice": dict(zip(AXES, chosen)),

@@ -9,9 +9,9 @@ Three measurements with real runs (Intel MPI from PyPI, IMB-MPI1, 2 ranks on thi
 2. **A/A compare**: pairs of identical campaigns compared with `commstack compare`'s code; a
    FAIL or any point called different is a false alarm. Two designs (`--design`):
    `interleaved` (default): one sweep of two identically defined stacks `a` and `b`, the points
-   in a shuffled order within every repeat, split by stack into campaign A and B, so each A run
-   has a B run beside it in time; `abba`: two campaigns run repeat by repeat (repeat 1 of A then
-   B, repeat 2 of B then A, ...), a whole pass apart.
+   in a shuffled order within every repeat (a seed of its own per pair), split by stack into
+   campaign A and B, so each A run has a B run beside it in time; `abba`: two campaigns run
+   repeat by repeat (repeat 1 of A then B, repeat 2 of B then A, ...), a whole pass apart.
 3. **Power**: B of every A/A pair with every time scaled by 1.05, 1.10 and 1.20 (a planted
    slowdown of every point, as `tests/test_compare.py` plants one in copies of records): the
    share of pairs that FAIL, and of figures called a regression.
@@ -75,6 +75,7 @@ product:
 INTERLEAVED_MATRIX = """
 benchmark: imb-mpi1
 repeats: {repeats}
+seed: {seed}
 timeout: 300
 stacks:
   a: {{flavour: intelmpi, prefix: "${{I_MPI_ROOT}}"}}
@@ -138,7 +139,9 @@ def interleaved_pair(work: Path, index: int, repeats: int) -> (List[Figure], Lis
     """One sweep of two identical stacks in a shuffled order, split by stack."""
     matrix = work / f"pair{index}" / "matrices" / "local" / "aa.yaml"
     matrix.parent.mkdir(parents=True, exist_ok=True)  # a rerun with --workdir resumes
-    matrix.write_text(INTERLEAVED_MATRIX.format(repeats=repeats))
+    # Every pair its own shuffled order: with the seed of the campaign name (the same in every
+    # pair) an order effect would repeat in all of them and the pairs would not be independent.
+    matrix.write_text(INTERLEAVED_MATRIX.format(repeats=repeats, seed=1000 + index))
     run = commstack("run", str(matrix), "--out", str(work / f"pair{index}" / "results"))
     if run.returncode != 0:
         raise SystemExit(f"run failed ({run.returncode}): {run.stderr[-2000:]}")

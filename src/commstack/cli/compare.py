@@ -57,13 +57,9 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def _pairs(items: List[str]) -> Dict[str, str]:
-    out = {}
-    for item in items:
-        if "=" not in item:
-            raise CampaignError(f"--where {item!r}: expected KEY=VALUE")
-        key, value = item.split("=", 1)
-        out[key] = value
-    return out
+    from commstack.history import parse_where
+
+    return parse_where(items)
 
 
 def _describe(args: argparse.Namespace) -> str:

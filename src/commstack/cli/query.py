@@ -31,7 +31,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from commstack import stats
 from commstack.aggregate import print_quantum
 from commstack.benchmarks import registry
-from commstack.cli.common import campaigns_under
 from commstack.errors import CampaignError
 from commstack.markdown_table import table
 from commstack.optional import require
@@ -84,15 +83,9 @@ def _align(width: int, rows: Sequence[Sequence[Any]]) -> str:
 
 
 def find_campaigns(paths: Sequence[Path]) -> List[Path]:
-    found: List[Path] = []
-    for path in paths:
-        if not path.exists():
-            raise CampaignError(f"{path}: no such campaign or folder")
-        here = [path] if (path / "campaign.json").is_file() else campaigns_under(path)
-        if not here:
-            raise CampaignError(f"{path} holds no campaign (no campaign.json below it)")
-        found += [p for p in here if p not in found]
-    return found
+    from commstack.store.results import campaigns
+
+    return campaigns(paths)
 
 
 # --- best setting per message size --------------------------------------------------------------
