@@ -75,7 +75,8 @@ class Verdict:
             shown = ", ".join(points[:3]) + (f" and {len(points) - 3} more" if len(points) > 3 else "")
             name = matrix_name(variable)
             hint = f" (run it anyway, unchecked: {ALLOW_FLAG} {name})" if overridable else ""
-            value = values[0] if len(values) == 1 else "{" + ", ".join(values) + "}"
+            # Sorted: the points come in the sweep's (shuffled) order, the message should not.
+            value = values[0] if len(values) == 1 else "{" + ", ".join(sorted(map(str, values))) + "}"
             out.append(f"stack {stack!r}, {name}={value} "
                        f"(point{'s' if len(points) > 1 else ''} {shown}): {reason}{hint}")
         return out
