@@ -277,7 +277,8 @@ def test_every_subcommand_help_is_a_whole_sentence():
         if line.startswith("    ") and not line.startswith("     "):
             helps[name] = text.strip()
         else:
-            helps[list(helps)[-1]] += " " + line.strip()
+            last = list(helps)[-1]  # a long name ("dashboard") puts its help on the next line
+            helps[last] = (helps[last] + " " + line.strip()).strip()
     from commstack.cli import COMMANDS
 
     assert set(helps) == set(COMMANDS)

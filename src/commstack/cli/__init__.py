@@ -34,8 +34,9 @@ MAX_LINE = 1000
 
 
 def summary(module: ModuleType) -> str:
-    """A subcommand's one-line help: the first paragraph of its docstring, unwrapped."""
-    return " ".join((module.__doc__ or "").strip().split("\n\n")[0].split())
+    """A subcommand's one-line help: the first paragraph of its docstring, unwrapped (a ``%``
+    doubled: argparse formats help with ``%``, and "95 % interval" reads as a format)."""
+    return " ".join((module.__doc__ or "").strip().split("\n\n")[0].split()).replace("%", "%%")
 
 
 def command_module(name: str) -> ModuleType:
