@@ -106,11 +106,9 @@ class Match:
 def judge(matches: List[Match], alpha: float = stats.ALPHA, method: str = "bh") -> None:
     """Set every match's verdict: the figures' tests corrected together (see the module)."""
     shifts = [m.measure() for m in matches]
-    tested = [i for i, s in enumerate(shifts) if s.testable]
-    adjusted = dict(zip(tested, stats.adjust([shifts[i].p for i in tested], method)))
-    for i, m in enumerate(matches):
-        m.p_adjusted = adjusted.get(i, 1.0)
-        call = stats.call(m.printed_slowdown, m.p_adjusted, shifts[i].testable, m.threshold, alpha)
+    for m, shift, p in zip(matches, shifts, stats.corrected(shifts, method)):
+        m.p_adjusted = p
+        call = stats.call(m.printed_slowdown, p, shift.testable, m.threshold, alpha)
         m.verdict = {stats.WORSE: REGRESSION, stats.BETTER: IMPROVEMENT,
                      stats.UNTESTED: UNTESTED}.get(call, SAME)
 

@@ -230,13 +230,19 @@ def call(ratio: float, p_adjusted: float, testable: bool = True, threshold: floa
     return WORSE if beyond_worse else BETTER
 
 
+def corrected(shifts: Sequence[Shift], method: str = "bh") -> List[float]:
+    """Each shift's p-value corrected together with the others' (1.0 for an untestable one,
+    which takes no part in the correction)."""
+    tested = [i for i, s in enumerate(shifts) if s.testable]
+    adjusted = dict(zip(tested, adjust([shifts[i].p for i in tested], method)))
+    return [adjusted.get(i, 1.0) for i in range(len(shifts))]
+
+
 def verdicts(shifts: Sequence[Shift], threshold: float = THRESHOLD, alpha: float = ALPHA,
              method: str = "bh") -> List[str]:
     """One call per shift, the p-values corrected together (untestable ones take no part)."""
-    tested = [i for i, s in enumerate(shifts) if s.testable]
-    adjusted = dict(zip(tested, adjust([shifts[i].p for i in tested], method)))
-    return [call(s.ratio, adjusted.get(i, 1.0), s.testable, threshold, alpha)
-            for i, s in enumerate(shifts)]
+    return [call(s.ratio, p, s.testable, threshold, alpha)
+            for s, p in zip(shifts, corrected(shifts, method))]
 
 
 def rule_text(threshold: float = THRESHOLD, alpha: float = ALPHA, method: str = "bh") -> str:

@@ -112,11 +112,8 @@ def calls(measurements: Measurements, incumbent: Hashable, rule: Rule = Rule()
                 continue
             pairs.append((cand, size))
             shifts.append(stats.shift(ref, samples, lower_is_better=True, interval=False))
-    tested = [i for i, s in enumerate(shifts) if s.testable]
-    adjusted = dict(zip(tested, stats.adjust([shifts[i].p for i in tested], rule.correction)))
     out: Dict[Hashable, Dict[Size, Call]] = {c: {} for c in measurements if c != incumbent}
-    for i, (cand, size) in enumerate(pairs):
-        p = adjusted.get(i, 1.0)
+    for i, ((cand, size), p) in enumerate(zip(pairs, stats.corrected(shifts, rule.correction))):
         verdict = stats.call(shifts[i].ratio, p, shifts[i].testable, rule.threshold, rule.alpha)
         call = {stats.WORSE: WORSE, stats.BETTER: BETTER}.get(verdict, SAME)
         out[cand][size] = Call(call, shifts[i].ratio, p)
