@@ -16,6 +16,19 @@ from commstack.store.record import Record, schema
 
 RECORD_SCHEMA = schema()
 
+# Two repeats of two points, one of which IMB refuses (an unknown benchmark name): a campaign
+# with 2 done and 2 failed runs, for tests of status, reports and dashboards.
+HALF_FAILING_MATRIX = """\
+benchmark: imb-mpi1
+repeats: 2
+timeout: 120
+stacks:
+  impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
+parameters: {ranks_per_node: 2, msglog: "0:2", iter: 10}
+product:
+  benchmarks: [PingPong, PingPong NoSuchBench]
+"""
+
 
 def commstack(*args: str, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "commstack", *args], capture_output=True,

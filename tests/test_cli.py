@@ -6,12 +6,11 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from textwrap import dedent
 
 import pytest
 
 from tests.conftest import REPO
-from tests.sweeps import commstack, records
+from tests.sweeps import HALF_FAILING_MATRIX, commstack, records
 
 FIXTURES = REPO / "tests" / "fixtures"
 
@@ -144,16 +143,7 @@ def test_parse_of_a_truncated_file_fails_with_the_reason(tmp_path):
 
 @pytest.mark.mpi
 def test_status_and_unknown_imb_name_is_a_failure(impi_root, write_matrix, tmp_path):
-    matrix = write_matrix(dedent("""
-        benchmark: imb-mpi1
-        repeats: 2
-        timeout: 120
-        stacks:
-          impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
-        parameters: {ranks_per_node: 2, msglog: "0:2", iter: 10}
-        product:
-          benchmarks: [PingPong, PingPong NoSuchBench]
-        """))
+    matrix = write_matrix(HALF_FAILING_MATRIX)
     out = commstack("run", str(matrix), "--out", str(tmp_path / "r"))
     assert out.returncode == 3, out.stderr
     root = tmp_path / "r" / "local" / "m"

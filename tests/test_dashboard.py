@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from textwrap import dedent
 
 import pytest
 
 from tests.conftest import REPO
-from tests.sweeps import commstack
+from tests.sweeps import HALF_FAILING_MATRIX, commstack
 
 pytestmark = pytest.mark.mpi
 pytest.importorskip("plotly", reason="skipped: plotly not installed (pip install 'commstack[dashboard]')")
@@ -22,16 +21,7 @@ pytest.importorskip("duckdb", reason="skipped: DuckDB not installed (pip install
 webdriver = pytest.importorskip(
     "selenium.webdriver", reason="skipped: selenium not installed (pip install 'commstack[dashboard]')")
 
-FAILING = dedent("""
-    benchmark: imb-mpi1
-    repeats: 2
-    timeout: 120
-    stacks:
-      impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
-    parameters: {ranks_per_node: 2, msglog: "0:2", iter: 10}
-    product:
-      benchmarks: [PingPong, PingPong NoSuchBench]
-    """)
+FAILING = HALF_FAILING_MATRIX
 
 
 def _browser():

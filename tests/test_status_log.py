@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from textwrap import dedent
 
 import pytest
 
@@ -16,20 +15,11 @@ from commstack.cli.status import scan_campaign, scan_records
 from commstack.store import state_log
 from commstack.store.campaign import Campaign
 from commstack.store.record import stored_status
-from tests.sweeps import commstack
+from tests.sweeps import HALF_FAILING_MATRIX, commstack
 
 pytestmark = pytest.mark.mpi
 
-MATRIX = dedent("""
-    benchmark: imb-mpi1
-    repeats: 2
-    timeout: 120
-    stacks:
-      impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
-    parameters: {ranks_per_node: 2, msglog: "0:2", iter: 10}
-    product:
-      benchmarks: [PingPong, PingPong NoSuchBench]
-    """)
+MATRIX = HALF_FAILING_MATRIX
 SUMMARY = "2 done, 2 failed, 0 running, 0 pending (of 4 runs)"
 
 
