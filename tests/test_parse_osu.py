@@ -29,7 +29,9 @@ def manifest_rows() -> List[dict]:
 
 
 OSU_FIXTURES = manifest_rows()
-GOOD = [r for r in OSU_FIXTURES if "fail-" not in r["file"]]
+# osu_barrier / osu_ibarrier print no size column: one row, size null (test below)
+SIZELESS = [r for r in OSU_FIXTURES if re.search(r"\bosu_i?barrier\b", r["command"])]
+GOOD = [r for r in OSU_FIXTURES if "fail-" not in r["file"] and r not in SIZELESS]
 
 
 def read(name: str) -> str:
@@ -77,6 +79,19 @@ def test_metric_names_are_the_ones_aggregation_reads(entry: dict) -> None:
     metric = metric_of(out.rows[0], "osu")
     assert metric == {"t_us": ("t_us", True), "mbytes_per_s": ("mbytes_per_s", False),
                       "t_avg_us": ("t_avg_us", True)}[expected[1]]
+
+
+@pytest.mark.parametrize("entry", SIZELESS, ids=[r["file"] for r in SIZELESS])
+def test_ibarrier_is_one_row_without_a_size(entry: dict) -> None:
+    """osu_ibarrier prints the four non-blocking columns and one line of numbers, no size."""
+    text = (FIXTURES / entry["file"]).read_text()
+    out = parse_osu(text)
+    printed = re.findall(r"^[ \t]*((?:[\d.]+[ \t]+){3}[\d.]+)[ \t]*$", text, re.M)
+    assert out.meta["benchmark"] == "Non-blocking Barrier Latency" and out.notes == []
+    assert out.meta["columns"] == ["t_ovrl_us", "t_cpu_us", "t_pure_us", "overlap_pct"]
+    assert len(out.rows) == len(printed) == 1 and out.rows[0]["bytes"] is None
+    assert [out.rows[0][k] for k in out.meta["columns"]] == [float(v) for v in printed[0].split()]
+    assert metric_of(out.rows[0], "osu") == ("t_ovrl_us", True)
 
 
 def test_titles_name_the_benchmark() -> None:

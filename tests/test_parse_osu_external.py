@@ -138,16 +138,22 @@ def test_parse_command_warns_and_refuses_like_for_imb():
 
 
 def test_barrier_outputs_of_omb_5_and_7_are_one_row_without_a_size():
-    """osu_barrier prints "# Avg Latency(us)" and one number (OMB 5.x to 7.x): one row, size null;
-    before, the parser refused it as "column header but no rows"."""
+    """osu_barrier prints "# Avg Latency(us)" and one number, osu_ibarrier its four non-blocking
+    columns and one line of numbers (OMB 5.x to 7.x; 5.6.3 without "#" before the header): one
+    row, size null; before, the parser refused them as "column header but no rows"."""
     versions = {e["osu_version"].split(".")[0] for e in SIZELESS}
     assert {"5", "7"} <= versions, versions
+    assert {e["benchmark"] for e in SIZELESS} == {"Barrier Latency", "Non-blocking Barrier Latency"}
     for entry in SIZELESS:
         text = (EXTERNAL / entry["file"]).read_text()
         output = parse_osu(text)
-        printed = re.findall(r"^[ \t]*(\d+\.\d+)[ \t]*$", text, re.M)
-        assert [row["t_avg_us"] for row in output.rows] == [float(v) for v in printed]
-        assert output.rows[0]["bytes"] is None and output.meta["columns"] == ["t_avg_us"]
+        printed = re.findall(r"^[ \t]*((?:\d+\.\d+[ \t]+)*\d+\.\d+)[ \t]*$", text, re.M)
+        columns = output.meta["columns"]
+        assert [[row[k] for k in columns] for row in output.rows] == [
+            [float(v) for v in line.split()] for line in printed]
+        assert output.rows[0]["bytes"] is None
+        assert columns == (["t_avg_us"] if entry["benchmark"] == "Barrier Latency"
+                           else ["t_ovrl_us", "t_cpu_us", "t_pure_us", "overlap_pct"])
 
 
 def test_a_second_number_under_a_barrier_header_is_refused():
