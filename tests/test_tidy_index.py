@@ -230,3 +230,34 @@ def test_an_index_that_is_complete_is_left_as_it_is(results, tmp_path):
     tidy_index.ensure(root)
     assert [p.name for p in (root / "index").glob("*.parquet")] == [part.name]
     assert part.stat().st_mtime_ns == written
+
+
+def test_a_part_larger_than_commstack_writes_is_rebuilt_unread(results, tmp_path):
+    """A 2 GiB part (sparse: nothing on disk) is past the limit: rebuilt from the records at once,
+    never handed to pyarrow (its footer would size what is read)."""
+    root = _copy(results, tmp_path)
+    before = sorted(map(_canonical, tidy_index.read_rows([root])))
+    huge = root / "index" / "c-00000000T000000Z-elsewhere-1-1.parquet"
+    with open(huge, "wb") as handle:
+        handle.truncate(2 << 30)
+    with pytest.raises(tidy_index.UnsoundPart, match=r"2048 MiB is larger than an index part"):
+        tidy_index._checked_metadata(huge)
+    assert sorted(map(_canonical, tidy_index.read_rows([root]))) == before
+    assert not huge.exists()
+
+
+def test_a_footer_claiming_more_than_commstack_writes_is_rebuilt(results, tmp_path, monkeypatch):
+    """The footer's claimed rows and uncompressed sizes are checked before any data is read: with
+    the limit below what the campaign's part claims, the part is refused in one sentence and the
+    rows come from the records."""
+    root = _copy(results, tmp_path)
+    [part] = (root / "index").glob("*.parquet")
+    rows = pq.read_metadata(part).num_rows
+    monkeypatch.setattr(tidy_index, "MAX_PART_ROWS", rows - 1)
+    with pytest.raises(tidy_index.UnsoundPart, match=rf"claims {rows} rows"):
+        tidy_index._checked_metadata(part)
+    monkeypatch.undo()
+    monkeypatch.setattr(tidy_index, "MAX_PART_UNCOMPRESSED", 1)
+    with pytest.raises(tidy_index.UnsoundPart, match="more than an index part commstack writes"):
+        tidy_index._checked_metadata(part)
+    assert tidy_index._indexed([part]) is None  # so `ensure` rebuilds from the records

@@ -46,6 +46,12 @@ FORMAT = "2"  # the index's own version, in every part's metadata: another one m
 _FORMAT_KEY = "commstack.index"
 # Parts written one per record before they are merged: more than this and `append` merges.
 MAX_PARTS = 64
+# A part past these is not one commstack wrote (a campaign of 10^5 records holds some 10^7 rows,
+# some 30 MB on disk): it is rebuilt from the records rather than read, so a damaged or forged
+# part never sizes what is read (README "Input limits"). Checked on the footer, before any data.
+MAX_PART_BYTES = 1 << 30
+MAX_PART_ROWS = 1 << 26
+MAX_PART_UNCOMPRESSED = 16 << 30  # the footer's sum of the row groups' uncompressed sizes
 _HOST = socket.gethostname().replace("/", "_")
 
 # (name, pyarrow type name): the index's columns, the same in every part of every campaign.
@@ -211,11 +217,38 @@ def _compact(folder: Path) -> None:
         _write_merged(folder, _read_rows(parts), parts)
 
 
+class UnsoundPart(ValueError):
+    """An index part commstack did not write, or past the limits of one it writes."""
+
+
+def _checked_metadata(part: Path):
+    """The part's footer once its size, format and claimed sizes are within the limits;
+    UnsoundPart (one sentence naming the file) otherwise. Nothing past the footer is read."""
+    import pyarrow.parquet as pq
+
+    size = part.stat().st_size
+    if size > MAX_PART_BYTES:
+        raise UnsoundPart(f"{part}: {size >> 20} MiB is larger than an index part commstack "
+                          f"writes ({MAX_PART_BYTES >> 20} MiB)")
+    try:
+        meta = pq.read_metadata(part)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowIOError, ArrowInvalid
+        raise UnsoundPart(f"{part}: not a readable Parquet file ({str(exc)[:200]})") from None
+    if (meta.metadata or {}).get(_FORMAT_KEY.encode()) != FORMAT.encode():
+        raise UnsoundPart(f"{part}: not an index part of format {FORMAT}")
+    claimed = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if meta.num_rows > MAX_PART_ROWS or claimed > MAX_PART_UNCOMPRESSED:
+        raise UnsoundPart(f"{part}: its footer claims {meta.num_rows} rows and {claimed >> 20} "
+                          f"MiB, more than an index part commstack writes")
+    return meta
+
+
 def _read_rows(parts: List[Path]) -> List[Dict[str, Any]]:
     import pyarrow.parquet as pq
 
     rows: List[Dict[str, Any]] = []
     for part in parts:
+        _checked_metadata(part)
         rows += pq.read_table(part).to_pylist()
     return rows
 
@@ -241,11 +274,9 @@ def _indexed(parts: List[Path]) -> Optional[Set[RecordKey]]:
     keys: Set[RecordKey] = set()
     for part in parts:
         try:
-            meta = pq.read_metadata(part).metadata or {}
-            if meta.get(_FORMAT_KEY.encode()) != FORMAT.encode():
-                return None
+            _checked_metadata(part)
             table = pq.read_table(part, columns=list(KEY))
-        except (OSError, ValueError):  # pyarrow's ArrowIOError, ArrowInvalid
+        except (OSError, ValueError):  # UnsoundPart, pyarrow's ArrowIOError, ArrowInvalid
             return None
         keys.update(zip(*(table.column(k).to_pylist() for k in KEY)))
     return keys
