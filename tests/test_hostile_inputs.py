@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import random
 import re
 import resource
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -229,3 +231,48 @@ def test_a_5000_digit_value_in_a_statistic_line_is_read_in_linear_time():
     except ParseError as exc:
         output_or_error = exc
     assert output_or_error is not None
+
+
+LONG = 400_000  # one line of this many characters; each regex below took minutes on it before
+
+
+def _within_a_minute(call, *args):
+    begin = time.monotonic()
+    try:
+        call(*args)
+    except ParseError:
+        pass  # refusing the line is fine; taking minutes over it is not
+    assert time.monotonic() - begin < 60
+
+
+def test_long_lines_that_regexes_backtracked_on_are_read_in_linear_time():
+    """bench/regex_audit.py found these quadratic on a long run of one character (20 kB: 0.5 to
+    18 s each): the cartex histogram rule on '|'; the Betzy importer's grid and node counts, a
+    tool's version and a URL's credentials on digits. Each reader now takes one long line in
+    time linear in it."""
+    from commstack.importers.betzy import parse_betzy
+    from commstack.machine.check.externals import first_version
+    from commstack.provenance import scrub_env
+
+    cartex = (FIXTURES / "cartex/mpi_comm-mpicart221-np4.out").read_text()
+    _within_a_minute(PARSE["cartex"], cartex + "|" * LONG + "\n")
+    published = json.loads((Path(__file__).parents[1] / "results/betzy/reference/imports/"
+                            "betzy_allcores_27nodes.json").read_text())["text"]
+    damaged = published.replace("27-nodes results", "1" * LONG + " results", 1)
+    damaged = damaged.replace("64^3 per-rank grids", "1" * LONG + "^2 per-rank grids", 1)
+    assert damaged != published
+    _within_a_minute(parse_betzy, damaged, "betzy.md")
+    _within_a_minute(first_version, "1" * LONG)
+    assert scrub_env({"URL": "1" * LONG, "PROXY": "https://user:pw@proxy"}) == {
+        "URL": "1" * LONG, "PROXY": "https://***@proxy"}
+
+
+def test_counts_in_an_imported_study_past_any_machine_are_refused():
+    from commstack.importers.betzy import parse_betzy
+
+    published = json.loads((Path(__file__).parents[1] / "results/betzy/reference/imports/"
+                            "betzy_allcores_27nodes.json").read_text())["text"]
+    with pytest.raises(ParseError, match=r"ranks per compute node '99999999999999999999' is past "
+                                         r"what any machine has"):
+        parse_betzy(published.replace("(128 ranks per compute node",
+                                      "(99999999999999999999 ranks per compute node"), "betzy.md")

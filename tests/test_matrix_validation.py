@@ -240,3 +240,35 @@ def test_gasnet_options_render_after_flags(write_matrix):
 def test_every_committed_matrix_is_valid(path):
     points = expand(load_matrix(path))
     assert points and all(p.get("stack") for p in points)
+
+
+BEYOND_ANY_MACHINE = [
+    ("parameters:\n  nodes: 99999999999999999999", "parameters.nodes",
+     "positive integer of at most 1048576"),
+    ("product:\n  ranks_per_node: [2, 16777217]", "product.ranks_per_node",
+     "positive integer of at most 16777216"),
+    ("parameters:\n  cpus_per_task: 70000", "parameters.cpus_per_task", "at most 65536"),
+    ("parameters:\n  msglog: '0:99999999'", "parameters.msglog",
+     "whole numbers of at most 62 (read 99999999)"),
+    ("parameters:\n  npmin: 99999999999999999999", "parameters.npmin", "at most 16777216"),
+    ("parameters:\n  iter: 99999999999999999999999", "parameters.iter",
+     "at most 9223372036854775807"),
+    ("repeats: 99999999999999999999", "repeats", "greater than the maximum of 1000000"),
+    ("repeats: {min: 6, max: 10000001, ci: 0.05}", "repeats", "greater than the maximum of 1000000"),
+]
+
+
+@pytest.mark.parametrize("text, place, expected", BEYOND_ANY_MACHINE,
+                         ids=[p for _, p, _ in BEYOND_ANY_MACHINE])
+def test_values_no_machine_has_are_refused_before_anything_runs(write_matrix, text, place, expected):
+    msg = rejected(write_matrix, "benchmark: imb-mpi1\nstacks:\n  impi: {flavour: intelmpi}\n"
+                   + text + "\n")
+    assert place in msg and expected in msg, msg
+    assert len(msg) < 300
+
+
+def test_values_within_the_bounds_are_taken(write_matrix):
+    path = write_matrix("benchmark: imb-mpi1\nstacks:\n  impi: {flavour: intelmpi}\n"
+                        "repeats: 1000000\nparameters:\n  msglog: '0:62'\n  npmin: 16777216\n"
+                        "  ranks_per_node: 16777216\n")
+    assert len(expand(load_matrix(path))) == 1

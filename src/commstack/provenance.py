@@ -24,7 +24,8 @@ from commstack.launch.stack import ResolvedStack
 
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "KEY", "CREDENTIAL",
                 "AUTH", "COOKIE", "PRIVATE", "SESSION")
-_URL_CREDENTIALS = re.compile(r"(\w+://)[^/@\s:]+:[^/@\s]+@")
+# (?<!\w): a scheme starts a word (without it, a long word is searched quadratically)
+_URL_CREDENTIALS = re.compile(r"(?<!\w)(\w+://)[^/@\s:]+:[^/@\s]+@")
 
 
 def scrub_env(env: Dict[str, str]) -> Dict[str, str]:

@@ -6,6 +6,7 @@ instances in ``BENCHMARKS``; ``commstack.benchmarks.registry`` finds the modules
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
@@ -68,8 +69,13 @@ class Option:
     flag: str
     kind: str = "value"
     help: str = ""
+    # Every whole number in the value at most this (a count, a process number, a size exponent:
+    # what no machine has is refused before anything is launched); None: not checked.
+    most: Optional[int] = None
 
     def render(self, value: Any) -> List[str]:
+        if self.most is not None:
+            self._check_most(value)
         if self.kind == "flag":
             return [self.flag] if _truthy(value) else []
         if self.kind == "equals":
@@ -87,6 +93,14 @@ class Option:
                 raise ValueError(f"expected three integers like '2 2 1', got {value!r}")
             return [self.flag, *parts]
         return [self.flag, _scalar(value)]
+
+
+    def _check_most(self, value: Any) -> None:
+        text = " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+        for token in re.findall(r"\d+", text):
+            if len(token) > 20 or int(token) > self.most:  # type: ignore[operator]
+                raise ValueError(f"expected whole numbers of at most {self.most} (read {token[:24]}"
+                                 f"{'...' if len(token) > 24 else ''})")
 
 
 @dataclass(frozen=True)

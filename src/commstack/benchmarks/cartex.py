@@ -76,7 +76,9 @@ _SETUP_TIME = re.compile(r"^setup time: (?P<seconds>\S+) s$")
 # "label   value": the value is the line's last word (split, not matched: a regex over label and
 # value backtracks quadratically on a long line).
 _VALUE = re.compile(r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)")
-_HISTOGRAM = re.compile(r"^(?:-+\+|\S+\s*\|.*%)")
+# "1.5759e-05 |  94.50% | ooo" and its "-----+" rule; no part can match what another does (an
+# "\S+ ... .*%" backtracked quadratically on a long line of "|").
+_HISTOGRAM = re.compile(r"^(?:-+\+|[^\s|]+\s*\|[^%]*%)")
 
 
 def _check_failures(lines: List[Tuple[int, str]]) -> None:

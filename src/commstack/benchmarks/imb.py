@@ -517,12 +517,13 @@ ROW_KEYS = ("benchmark", "np", "groups", "mode", "group", "bytes", "threads")
 
 OPTIONS: Dict[str, Option] = {
     "benchmarks": Option("", "names", "IMB benchmark list, e.g. 'PingPong Allreduce'"),
-    "msglog": Option("-msglog", help="message sizes 2^min..2^max, e.g. '0:16'"),
-    "msgsize": Option("-msgsize", help="explicit comma-separated message sizes (IMB 2021.11)"),
-    "npmin": Option("-npmin", help="smallest process count"),
+    "msglog": Option("-msglog", help="message sizes 2^min..2^max, e.g. '0:16'", most=62),
+    "msgsize": Option("-msgsize", help="explicit comma-separated message sizes (IMB 2021.11)",
+                      most=bounds.MAX_BYTES),
+    "npmin": Option("-npmin", help="smallest process count", most=bounds.MAX_RANKS),
     "mem": Option("-mem", help="GB of memory per process for message buffers"),
     "off_cache": Option("-off_cache", help="cache size in MB (-1: default) and line size"),
-    "iter": Option("-iter", help="repetitions per message size"),
+    "iter": Option("-iter", help="repetitions per message size", most=bounds.MAX_COUNT),
     "time": Option("-time", help="seconds per message size before IMB stops"),
     "iter_policy": Option("-iter_policy", help="dynamic|multiple_np|auto|off"),
     "map": Option("-map", help="PxQ rank mapping"),

@@ -341,12 +341,13 @@ ROW_KEYS = ("benchmark", "bytes")
 # OSU Micro-Benchmarks 7.x (osu_latency, osu_bw, osu_allreduce, ...): one program per test, picked
 # with the `executable` parameter. -f exists for the collectives only (osu_latency rejects it).
 OPTIONS: Dict[str, Option] = {
-    "message_size": Option("-m", help="[MIN:]MAX message sizes in bytes, e.g. '1:65536'"),
-    "iterations": Option("-i", help="timed iterations per size"),
-    "warmup": Option("-x", help="untimed warm-up iterations per size"),
+    "message_size": Option("-m", help="[MIN:]MAX message sizes in bytes, e.g. '1:65536'",
+                           most=bounds.MAX_BYTES),
+    "iterations": Option("-i", help="timed iterations per size", most=bounds.MAX_COUNT),
+    "warmup": Option("-x", help="untimed warm-up iterations per size", most=bounds.MAX_COUNT),
     "full": Option("-f", "flag", "collectives: also min/max latency and iterations"),
     "window_size": Option("-W", help="osu_bw/osu_bibw/osu_mbw_mr: messages per window"),
-    "num_pairs": Option("-p", help="osu_mbw_mr: communicating pairs"),
+    "num_pairs": Option("-p", help="osu_mbw_mr: communicating pairs", most=bounds.MAX_RANKS),
     "mem_limit": Option("-M", help="collectives: per-process memory limit in bytes"),
     "datatype": Option("-T", help="mpi_char|mpi_int|mpi_float (one per run; not 'all')"),
 }

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from commstack import bounds
 from commstack.benchmarks.base import ParseError
 from commstack.importers.matlab_table import Line, RawTable, parse_tables
 from commstack.report.layout import Block, Label, Layout, Part, Section, Table, format_value
@@ -61,12 +62,12 @@ _FIELDS = re.compile(r"^(\d+)(?: \((\w+)\))?$")
 _ORDER_LINE = re.compile(r"numbering order: \*\*(\w+)\*\*")
 _HALO_FIELDS = re.compile(r"halo width: (\d+), number of fields: (\d+)")
 _CORES = re.compile(r"`(\w+)` \((\d+) ranks per compute node")
-_GRID = re.compile(r"(\d+)\^3 per-rank grid")
+_GRID = re.compile(r"(?<!\d)(\d+)\^3 per-rank grid")  # (?<!\d): linear on a run of digits
 _HWCART_ARGS = re.compile(r"`((?:--(?:%s) \d+ \d+ \d+\s*)+)`" % "|".join(HWCART_LEVELS))
 _MPICART_ARGS = re.compile(r"`--MPICart (\d+ \d+ \d+)`")
 _DECOMPOSITION = re.compile(r"`(hwcart|mpicart)` decomposition")
 _SUFFIX_DEFAULT = re.compile(r"columns without a suffix\s+are results for the `(\w+)` toolchain")
-_NODES = re.compile(r"(\d+)-nodes")
+_NODES = re.compile(r"(?<!\d)(\d+)-nodes")
 _QUANTITY = "execution time [s] of 10000 exchange calls"
 Raws = Dict[int, RawTable]  # id(Table) -> the table as read, with its printed numbers
 
@@ -223,7 +224,9 @@ def _part_context(part: _RawPart) -> Tuple[Dict[str, Any], Dict[str, Dict[str, s
     dims: Dict[str, Any] = {}
     m = _CORES.search(prose)
     if m:
-        dims["cores_config"], dims["ranks_per_node"] = m.group(1), int(m.group(2))
+        dims["cores_config"] = m.group(1)
+        dims["ranks_per_node"] = bounds.integer(m.group(2), f"part {_cut(part.heading)}: ranks "
+                                                "per compute node", None, bounds.MAX_RANKS, 1)
     m = _GRID.search(prose)
     if m:
         dims["domain"] = " ".join([m.group(1)] * 3)
@@ -241,9 +244,13 @@ def _part_context(part: _RawPart) -> Tuple[Dict[str, Any], Dict[str, Dict[str, s
     node = args.get("hwcart", {}).get("node")
     m = _NODES.search(part.heading or "")
     if node:
-        dims["nodes"] = math.prod(int(x) for x in node.split())
+        grid = [bounds.integer(x, f"part {_cut(part.heading)}: --node", None, bounds.MAX_NODES, 1)
+                for x in node.split()]
+        dims["nodes"] = bounds.integer(str(math.prod(grid)), f"part {_cut(part.heading)}: nodes "
+                                       "of the --node grid", None, bounds.MAX_NODES, 1)
     elif m:
-        dims["nodes"] = int(m.group(1))
+        dims["nodes"] = bounds.integer(m.group(1), f"part {_cut(part.heading)}: nodes", None,
+                                       bounds.MAX_NODES, 1)
     elif "hwcart" in args:
         dims["nodes"] = 1  # an hwcart grid without --node is one node
     m = _SUFFIX_DEFAULT.search(prose)
@@ -348,6 +355,12 @@ def _tables(part: Part):
         for block in section.blocks:
             for tab in block.tables:
                 yield part, section, block, tab
+
+
+def _cut(heading: Optional[str]) -> str:
+    """A heading as an error quotes it: a hostile one is cut, never printed whole."""
+    text = repr(heading)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _name(heading: Optional[str]) -> str:

@@ -431,10 +431,12 @@ def _check_value(m: Matrix, place: str, name: str, value: Any) -> None:
 
     if name == "stack" and value not in m.stacks:
         raise bad(f"a stack defined under `stacks` ({', '.join(m.stacks)})")
-    if name in ("nodes", "ranks_per_node", "cpus_per_task") and not (
-        isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    most = {"nodes": bounds.MAX_NODES, "ranks_per_node": bounds.MAX_RANKS,
+            "cpus_per_task": bounds.MAX_CPUS}.get(name)
+    if most is not None and not (
+        isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most
     ):
-        raise bad("a positive integer")
+        raise bad(f"a positive integer of at most {most} (no machine has more)")
     if name == "mapping" and value not in P.MAPPINGS:
         raise bad(" or ".join(P.MAPPINGS))
     if name == "oversubscribe" and value not in (True, False, "auto"):

@@ -12,7 +12,7 @@ import yaml
 from commstack.machine.check.result import Unreadable
 from commstack.machine.check.tools import output, read, which
 
-VERSION = re.compile(r"\d+(?:[._]\d+)+(?:p\d+)?")
+VERSION = re.compile(r"(?<!\d)\d+(?:[._]\d+)+(?:p\d+)?")  # (?<!\d): linear on a run of digits
 # An external's version that names no version: the one the OS or site installs, updated by the
 # site at will (NERSC declares cray-pmi@os, slurm@os).
 ANY_VERSION = "os"
