@@ -34,6 +34,10 @@ class InputTooLarge(ValueError):
     """A file larger than commstack reads of its kind."""
 
 
+class NotText(ValueError):
+    """A file that is not UTF-8 text where text is read strictly."""
+
+
 def size_checked(path: Union[str, Path], limit: int, what: str) -> int:
     """The size of ``path``; InputTooLarge when it is past ``limit`` (nothing read)."""
     size = Path(path).stat().st_size
@@ -46,8 +50,12 @@ def size_checked(path: Union[str, Path], limit: int, what: str) -> int:
 def read_text(path: Union[str, Path], limit: int, what: str, errors: str = "strict") -> str:
     """The text of ``path``, refused in one sentence when larger than ``limit``."""
     size_checked(path, limit, what)
-    with open(path, encoding="utf-8", errors=errors) as handle:
-        text = handle.read(limit + 1)  # the file may have grown since stat
+    try:
+        with open(path, encoding="utf-8", errors=errors) as handle:
+            text = handle.read(limit + 1)  # the file may have grown since stat
+    except UnicodeDecodeError as exc:
+        raise NotText(f"{path}: not UTF-8 text ({exc.reason} at byte "
+                      f"{exc.object[exc.start:exc.start + 1]!r}); {what} is text") from None
     if len(text) > limit:
         raise InputTooLarge(f"{path}: grew past {limit // MiB} MiB while being read")
     return text

@@ -25,7 +25,7 @@ def __getattr__(name: str):
     if name != "USER_ERRORS":
         raise AttributeError(name)
     from commstack.benchmarks.base import ParseError
-    from commstack.bounds import InputTooLarge
+    from commstack.bounds import InputTooLarge, NotText
     from commstack.launch.command import LaunchError
     from commstack.launch.stack import StackError
     from commstack.launch.submit import SubmitError
@@ -37,7 +37,7 @@ def __getattr__(name: str):
 
     return (MatrixError, StackError, LaunchError, ParseError, AlreadyExists, CampaignError,
             FileNotFoundError, SubmitError, MachineError, RecordError, MissingOptionalDependency,
-            InputTooLarge)
+            InputTooLarge, NotText)
 
 # What the file system or the machine refused; EBADF, EINVAL and the like are bugs of ours.
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG}

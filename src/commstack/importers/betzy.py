@@ -495,7 +495,7 @@ def _overlap(cells, seen: Dict[Tuple, Cell]) -> int:
 
 
 def parse_file(path: Path) -> ParsedFile:
-    text = Path(path).read_text()
+    text = bounds.read_text(path, bounds.MAX_OUTPUT_BYTES, "a published result file")
     try:
         return parse_betzy(text, Path(path).name)
     except ParseError as exc:

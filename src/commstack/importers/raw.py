@@ -160,7 +160,12 @@ def read_output(path: Path, name: str, family: str, stderr: Optional[Path] = Non
     if output is not None:
         reading.parsed, reading.notes = output.rows, list(output.notes)
         reading.build_config = output.build_config
-    _DESCRIBE[family](reading, text, output)
+    try:
+        _DESCRIBE[family](reading, text, output)
+    except ParseError as exc:  # a count past any machine in what describes the run
+        reading.status, reading.parse_error = "parse-error", str(exc)
+        reading.benchmark = reading.benchmark or family
+        return reading
     if output is not None:
         fatal = next(b for b in registry.BENCHMARKS.values() if b.format == family).fatal(output)
         if fatal:
@@ -292,7 +297,9 @@ def _imb_options(words: List[str], notes: List[str]) -> Dict[str, Any]:
         word = words[index]
         if word in _IMB_FLAGS and index + 1 < len(words):
             value = words[index + 1]
-            params[_IMB_FLAGS[word]] = int(value) if value.lstrip("-").isdigit() else value
+            # A number past a 64-bit counter stays the text it is (no machine took it).
+            number = value.lstrip("-").isdigit() and len(value) <= 19
+            params[_IMB_FLAGS[word]] = int(value) if number else value
             index += 2
             continue
         if word.startswith("-"):
@@ -315,9 +322,10 @@ def _imb_job_size(lines: List[str]) -> Optional[int]:
         match = _IMB_PROCESSES.match(line)
         if not match:
             continue
-        size = int(match["np"])
+        size = bounds.integer(match["np"], "#processes", index + 1, bounds.MAX_RANKS)
         waiting = next((m for m in map(_IMB_WAITING.match, lines[index + 1:index + 3]) if m), None)
-        size += int(waiting["n"]) if waiting else 0
+        size += bounds.integer(waiting["n"], "processes waiting", index + 1,
+                               bounds.MAX_RANKS) if waiting else 0
         best = max(best or 0, size)
     return best
 
@@ -346,7 +354,8 @@ def _describe_cartex(reading: Reading, text: str, output: Optional[Output]) -> N
         runtime, reading.ranks = output.rows[0]["runtime"], output.rows[0]["ranks"]
     else:
         match = next((m for m in map(_CARTEX_RANKS.match, _lines(text)) if m), None)
-        reading.ranks = int(match["ranks"]) if match else None
+        reading.ranks = (bounds.integer(match["ranks"], "ranks", None, bounds.MAX_RANKS)
+                         if match else None)
     reading.params.update(runtime=runtime, ranks=reading.ranks)
     _own_point(reading, "cartex prints none of its options (domain, halo, fields, grid)")
 
@@ -355,7 +364,8 @@ def _describe_gasnet(reading: Reading, text: str, output: Optional[Output]) -> N
     banner = next((m for m in map(_GASNET_BANNER.match, _lines(text)) if m), None)
     program = banner["program"] if banner else None
     reading.benchmark = f"gasnet-{program}" if program else "gasnet"
-    reading.ranks = int(banner["nprocs"]) if banner else None
+    reading.ranks = (bounds.integer(banner["nprocs"], "nprocs", None, bounds.MAX_RANKS)
+                     if banner else None)
     conduit = banner["conduit"].lower() if banner and banner["conduit"] else None
     reading.params.update(program=program, ranks=reading.ranks, conduit=conduit)
     _own_point(reading, "the test's arguments (iterations, sizes) are not printed as given")

@@ -14,6 +14,7 @@ import yaml
 from commstack import bounds, flavours
 from commstack.flavours import Placement
 from commstack.placement.cpu_map import CpuMap, CpuMapError
+from commstack.yaml_errors import one_line
 
 _SCHEMA = json.loads(Path(__file__).with_name("schema.json").read_text())
 # launchers.<flavour> and mapping.<m>.<flavour>: the flavour names are the flavour modules'.
@@ -127,13 +128,15 @@ def load_machine_file(path: Path) -> Machine:
         data = yaml.safe_load(bounds.read_text(path, bounds.MAX_CONFIG_BYTES, "machine facts"))
     except (OSError, yaml.YAMLError, ValueError, RecursionError) as exc:
         # ValueError: too large, not UTF-8, or a 5000-digit number
-        raise MachineError(f"{path}: cannot read machine facts: {str(exc)[:300]}") from None
+        raise MachineError(f"{path}: cannot read machine facts: {one_line(exc)}") from None
     errors = sorted(jsonschema.Draft202012Validator(_SCHEMA).iter_errors(data or {}),
                     key=lambda e: list(e.absolute_path))
     if errors:
-        raise MachineError("\n".join(
-            f"{path}: {'.'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}"
-            for e in errors))
+        # One sentence: the first problems, each cut (a value may be a whole aliased list).
+        shown = "; ".join(f"{'.'.join(map(str, e.absolute_path)) or '(top level)'}: "
+                          f"{one_line(ValueError(e.message))[:150]}" for e in errors[:3])
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        raise MachineError(f"{path}: {shown}{more}")
     return Machine(data["machine"], Path(path), data)
 
 

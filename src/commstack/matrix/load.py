@@ -31,6 +31,7 @@ from commstack.matrix.model import (
     Stack,
 )
 from commstack.stats import MIN_CI_SAMPLES
+from commstack.yaml_errors import one_line
 
 _SCHEMA = json.loads((Path(__file__).with_name("schema.json")).read_text())
 # The benchmark names are the benchmark family modules'; flavour and conduit names the flavour
@@ -47,7 +48,7 @@ def load_matrix(path: "str | os.PathLike[str]") -> Matrix:
         text = bounds.read_text(path, bounds.MAX_CONFIG_BYTES, "a matrix")
     except OSError as exc:
         raise MatrixError(f"{path}: cannot read matrix: {exc.strerror}") from None
-    except (bounds.InputTooLarge, UnicodeDecodeError) as exc:
+    except (bounds.InputTooLarge, bounds.NotText, UnicodeDecodeError) as exc:
         raise MatrixError(f"{path}: cannot read matrix: {cut(str(exc), 300)}") from None
     return matrix_from_text(path, text)
 
@@ -58,7 +59,7 @@ def matrix_from_text(path: Path, text: str) -> Matrix:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise MatrixError(f"{path}: not valid YAML: {cut(str(exc), 1000)}") from None
+        raise MatrixError(f"{path}: not valid YAML: {one_line(exc)}") from None
     except ValueError as exc:  # a value YAML recognises but Python cannot hold (a 5000-digit int)
         raise MatrixError(f"{path}: a value cannot be read: {cut(str(exc).split(';')[0])}"
                           ) from None

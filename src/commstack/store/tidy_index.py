@@ -282,10 +282,10 @@ def _indexed(parts: List[Path]) -> Optional[Set[RecordKey]]:
     return keys
 
 
-def ensure(campaign_root: Path) -> Path:
+def ensure(campaign_root: Path, rebuild: bool = False) -> Path:
     """The campaign's index, complete: built when missing, missing records added, rebuilt when it
-    holds records that are gone or another format; then merged into one part. Needs pyarrow
-    (MissingOptionalDependency otherwise)."""
+    holds records that are gone or another format (or ``rebuild``); then merged into one part.
+    Needs pyarrow (MissingOptionalDependency otherwise)."""
     _arrow()
     campaign = Campaign(Path(campaign_root))
     folder = index_dir(campaign.root)
@@ -295,12 +295,15 @@ def ensure(campaign_root: Path) -> Path:
         # disk already when the parts are read, so it is never added twice.
         on_disk = finished_records(campaign)
         parts = _parts(folder)
-        held = _indexed(parts)
+        held = None if rebuild else _indexed(parts)
         if held is None or held - set(on_disk):
             missing, keep = list(on_disk), []
         else:
             missing, keep = [k for k in on_disk if k not in held], parts
-        rows = _read_rows(keep) if len(keep) > 1 or missing else []
+        try:
+            rows = _read_rows(keep) if len(keep) > 1 or missing else []
+        except (OSError, ValueError):  # keys readable, data not (a damaged page): rebuild
+            missing, keep, rows = list(on_disk), [], []
         for key in missing:
             rows += rows_of(Record.load(on_disk[key]))
         if missing or len(parts) > 1 or keep != parts:
@@ -329,7 +332,10 @@ def read_rows(campaign_roots: Iterable[Path]) -> List[Dict[str, Any]]:
     """Every index row of the campaigns (each index made complete first)."""
     rows: List[Dict[str, Any]] = []
     for root in campaign_roots:
-        rows += _read_rows(_parts(ensure(root)))
+        try:
+            rows += _read_rows(_parts(ensure(root)))
+        except (OSError, ValueError):  # a part damaged past its keys: from the records again
+            rows += _read_rows(_parts(ensure(root, rebuild=True)))
     return rows
 
 

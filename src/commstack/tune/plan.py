@@ -68,6 +68,7 @@ from commstack.matrix import settings as S
 from commstack.matrix.expand import matches
 from commstack.matrix.model import MatrixError
 from commstack.tune.decide import Rule
+from commstack.yaml_errors import one_line
 
 BASE_KEYS = {"benchmark", "repeats", "timeout", "stacks", "parameters", "description",
              "node_type"}
@@ -207,7 +208,7 @@ def load_plan(path: Path) -> TunePlan:
     try:
         data = yaml.safe_load(bounds.read_text(path, bounds.MAX_CONFIG_BYTES, "a tuning plan"))
     except (OSError, yaml.YAMLError, ValueError, RecursionError) as exc:
-        raise MatrixError(f"{path}: cannot read tuning plan: {str(exc)[:300]}") from None
+        raise MatrixError(f"{path}: cannot read tuning plan: {one_line(exc)}") from None
     if not isinstance(data, dict):
         raise MatrixError(f"{path}: expected a mapping at the top level")
     unknown = set(data) - {"campaign", "base", "cases", "exclude_cases", "defaults", "steps",
