@@ -1,6 +1,7 @@
 """Must show (issue 24): a per-size ``mca.coll_tuned_<op>_algorithm`` is launched as Open MPI's
 coll/tuned rules file, kept with each run's outputs, read by the real Open MPI 4.1.4 with its
-size boundaries where commstack puts them; bad values are refused before anything is launched.
+size boundaries where commstack puts them, and exported so that sourcing ``tuned/ucx.env`` from
+anywhere makes Open MPI read it; bad values are refused before anything is launched.
 
 Evidence that Open MPI reads the file: a release build prints nothing about it, but an
 algorithm number the collective does not have (99) makes the call fail with MPI_ERR_ARG exactly
@@ -17,16 +18,21 @@ import json
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from textwrap import dedent
 from typing import Dict, List
 
 import pytest
 
+from commstack.benchmarks import registry
 from commstack.flavours import FlavourError
 from commstack.flavours import ompi_coll_rules as rules
 from commstack.launch.command import LaunchCommand
 from commstack.store.files import AlreadyExists
+from commstack.tune import export
+from commstack.tune import ompi_rules_export as ompi_export
+from commstack.tune.staged import CaseResult
 from tests.sweeps import commstack, launcher_stand_ins, records
 
 MPI_ERR_ARG = 13  # Open MPI's mpi.h
@@ -237,3 +243,38 @@ def test_alltoall_boundaries_are_per_process_bytes_times_the_ranks(imb_bin, tmp_
     assert "2304 99 4 0" in runs["1:0-767;99:768-"]["file"]
     for run in runs.values():
         _check_record(run)
+
+
+@pytest.mark.spack
+@pytest.mark.mpi
+def test_the_exported_file_is_the_verified_one_and_ucx_env_finds_it_anywhere(allreduce, imb_bin):
+    value = "1:0-1023;99:1048576-"
+    settings = {ALLREDUCE: value}
+    case = allreduce.parent  # <case>/verify is the campaign
+    result = CaseResult({"benchmarks": "Allreduce"}, settings, [], case, 0, dict(settings),
+                        {ALLREDUCE: 0}, {"faster": [], "slower": [], "same": [], "data": {}},
+                        dict(settings))
+    summary = export.write_case_files(result, registry.get("imb-mpi1"))
+    tuned = case / "tuned"
+    measured = _runs(allreduce, ALLREDUCE)[value]
+    assert (tuned / rules.FILE_NAME).read_text() == measured["file"]
+    assert summary["files"][rules.FILE_NAME] == "verify/" + str(
+        (measured["folder"] / rules.FILE_NAME).relative_to(allreduce))
+    mca = (tuned / "mca-params.conf").read_text()
+    # No line Open MPI would take for the forced algorithm (it takes one number).
+    assert [line for line in mca.splitlines() if not line.startswith("#")] == [
+        "coll_tuned_use_dynamic_rules = 1"]
+    # Sourced from another directory, ucx.env points Open MPI at the file beside it: the band
+    # poisoned from 1 MiB (never measured by the verify) now fails exactly there.
+    elsewhere = tuned.parent / "elsewhere"
+    elsewhere.mkdir()
+    script = (f". {tuned}/ucx.env && echo $OMPI_MCA_coll_tuned_dynamic_rules_filename && "
+              f"exec mpirun.openmpi --allow-run-as-root --oversubscribe -np 2 {imb_bin}/IMB-MPI1 "
+              "Allreduce -msglog 19:21 -iter 5 -npmin 2")
+    out = subprocess.run(["bash", "-c", script], cwd=elsewhere, capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.splitlines()[0] == str(tuned / rules.FILE_NAME)
+    sizes = [int(s) for s in _ROW.findall(out.stdout)]
+    assert max(sizes) == 2 ** 19 and out.returncode == MPI_ERR_ARG, (sizes, out.stderr[-500:])
+    with pytest.raises(Exception, match="no successful verify run"):
+        ompi_export.measured_file(allreduce, {ALLREDUCE: "1:0-1023;99:1024-"})  # it crashed
