@@ -278,3 +278,64 @@ def test_the_exported_file_is_the_verified_one_and_ucx_env_finds_it_anywhere(all
     assert max(sizes) == 2 ** 19 and out.returncode == MPI_ERR_ARG, (sizes, out.stderr[-500:])
     with pytest.raises(Exception, match="no successful verify run"):
         ompi_export.measured_file(allreduce, {ALLREDUCE: "1:0-1023;99:1024-"})  # it crashed
+
+
+PLAN = """\
+campaign: ompi-persize
+base:
+  benchmark: imb-mpi1
+  repeats: 3
+  timeout: 120
+  stacks:
+    ompi: {flavour: openmpi, launcher: mpirun.openmpi, bin: "${COMMSTACK_IMB_OPENMPI_BIN}"}
+  parameters: {stack: ompi, benchmarks: Allreduce, msglog: "0:12", iter: 50, npmin: 2,
+               ranks_per_node: 2, mca.coll_tuned_use_dynamic_rules: 1}
+defaults:
+  mca.coll_tuned_allreduce_algorithm: 0
+steps:
+  - name: algorithm
+    product:
+      mca.coll_tuned_allreduce_algorithm: [0, 3, 4]
+"""
+
+
+@pytest.mark.spack
+@pytest.mark.mpi
+def test_the_tuner_verifies_the_per_size_value_and_exports_what_it_ran(imb_bin, tmp_path):
+    """`commstack tune` with the step's decision already on disk (as an earlier tune leaves it;
+    its bands name algorithm 3 below 1 KiB and 4 from there): the verify sweeps the default
+    against "3:0-1023;4:1024-" for real, each tuned run with its own rules file, and the case
+    exports whichever the rule picks, the rules file only with the per-size value."""
+    plan = tmp_path / "plans" / "local" / "ompi-persize.yaml"
+    plan.parent.mkdir(parents=True)
+    plan.write_text(PLAN)
+    case = tmp_path / "results" / "local" / "ompi-persize" / "case"
+    (case / "algorithm").mkdir(parents=True)
+    bands = [{"from_bytes": 0, "to_bytes": 512, "best": {ALLREDUCE: 3}, "gain": 0.1},
+             {"from_bytes": 1024, "to_bytes": 4096, "best": {ALLREDUCE: 4}, "gain": 0.1}]
+    (case / "algorithm" / "decision.json").write_text(json.dumps({
+        "step": "algorithm", "case": {}, "axes": [ALLREDUCE], "incumbent": {ALLREDUCE: 0},
+        "winner": {ALLREDUCE: 3}, "changed": True, "bands": bands, "per": None, "per_group": {},
+        "skipped": [], "left_out": []}))
+    env = {**os.environ, "COMMSTACK_IMB_OPENMPI_BIN": str(imb_bin)}
+    run = commstack("tune", str(plan), "--out", str(tmp_path / "results"), "--local", env=env)
+    assert run.returncode in (0, 3), run.stdout[-3000:] + run.stderr[-3000:]
+    value = "3:0-1023;4:1024-"
+    runs = [r for r in records(case / "verify") if r["params"][ALLREDUCE] == value]
+    assert len(runs) == 3 and all(r["status"] == "ok" for r in runs)
+    files = set()
+    for rec in runs:
+        path = Path(rec["env"][rules.RULES_FILE])
+        assert path.parent.name == f"rep{rec['repeat']}.try{rec['attempt']}"
+        files.add(path.read_text())
+    assert len(files) == 1 and "1024 4 4 0" in files.pop()
+    summary = json.loads((case / "tuned" / "decision.json").read_text())
+    ucx_env = (case / "tuned" / "ucx.env").read_text()
+    if summary["settings"][ALLREDUCE] == value:
+        assert summary["files"][rules.FILE_NAME].startswith("verify/points/")
+        assert (case / "tuned" / rules.FILE_NAME).read_text() == Path(
+            runs[0]["env"][rules.RULES_FILE]).read_text()
+        assert rules.RULES_FILE in ucx_env
+    else:  # kept the default: nothing per size to export
+        assert "kept the default" in summary["outcome"]
+        assert not (case / "tuned" / rules.FILE_NAME).exists() and rules.RULES_FILE not in ucx_env
