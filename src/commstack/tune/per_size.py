@@ -19,8 +19,9 @@ any other tuned setting, and the tuning exports it.
   which collectives and how sizes are counted; a collective it refuses keeps the step's single
   winner, as do algorithms given by name).
 
-UCC's ``UCC_TL_UCP_TUNE`` has a per-size form too; no plan sweeps a UCC algorithm, so it is not
-written (see README "Tuning").
+UCC's ``UCC_TL_UCP_TUNE`` has a per-size form too (openucx/ucc ``docs/user_guide.md``:
+``allreduce:0-4k:@0#allreduce:4k-inf:@1``); no plan sweeps a UCC algorithm, so it is not written
+(see README "Tuning").
 """
 
 from __future__ import annotations
