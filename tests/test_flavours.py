@@ -276,3 +276,43 @@ def test_a_machine_mapping_for_an_unknown_flavour_is_rejected(tmp_path):
     with pytest.raises(Exception) as info:
         load_machine_file(tmp_path / "machine.yaml")
     assert "mvapich" in str(info.value)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_per_size_open_mpi_algorithm_is_launched_as_a_rules_file_on_every_path(install, path,
+                                                                                  tmp_path):
+    """Locally, by srun and by mpirun in an allocation: the forced variable is replaced by the
+    coll/tuned rules file for the launch's ranks (written where the run happens, the campaign's
+    directory on a shared file system) and exported to every rank; other flavours get nothing."""
+    from commstack.flavours import ompi_coll_rules as rules
+
+    facts = _machine_for("slurm-ci", "openmpi", path)
+    benchmark = registry.get("imb-mpi1")
+    stack = Stack("s", "openmpi", bin=str(install))
+    allocation = None if path == "local" else Allocation("1", ["n1", "n2", "n3"], "debug")
+    resolved = resolve(stack, machine_launcher(facts, "openmpi", allocation))
+    nodes = 1 if path == "local" else 2
+    point = Point(benchmark.name, (("stack", "s"), ("nodes", nodes), ("ranks_per_node", 4),
+                                   ("mca.coll_tuned_alltoall_algorithm", "1:0-1023;2:1024-")))
+    cmd = (local_command(point, benchmark, resolved, cores=8, machine=facts) if allocation is None
+           else srun_command(point, benchmark, resolved, facts, allocation))
+    assert "OMPI_MCA_coll_tuned_alltoall_algorithm" not in cmd.env
+    assert cmd.env[rules.USE_RULES] == "1" and cmd.env[rules.RULES_FILE] == rules.FILE_NAME
+    if path != "srun":  # mpirun passes only what -x names to remote ranks
+        assert ["-x", rules.RULES_FILE] == cmd.argv[cmd.argv.index(rules.RULES_FILE) - 1:][:2]
+    (file,) = cmd.files
+    sizes = rules.comm_sizes(4 * nodes)
+    assert f"{len(sizes)}  # communicator sizes" in file.text
+    assert f"{1024 * 4 * nodes} 2 4 0" in file.text
+    placed = cmd.placed(tmp_path)
+    assert placed.env[rules.RULES_FILE] == str(tmp_path.resolve() / rules.FILE_NAME)
+    assert (tmp_path / rules.FILE_NAME).read_text() == file.text
+    for other in flavours.names():
+        if other != "openmpi":
+            env = {"OMPI_MCA_coll_tuned_alltoall_algorithm": "1:0-1023;2:1024-"}
+            assert flavours.get(other).launch_files(env, 8) == (env, ())
+    with pytest.raises(LaunchError, match="mca.coll_tuned_alltoall_algorithm='1:0-1023;2:10-'"):
+        bad = Point(point.benchmark, tuple((k, "1:0-1023;2:10-" if k.startswith("mca.") else v)
+                                           for k, v in point.params))
+        (local_command(bad, benchmark, resolved, cores=8, machine=facts) if allocation is None
+         else srun_command(bad, benchmark, resolved, facts, allocation))

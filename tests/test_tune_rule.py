@@ -179,6 +179,31 @@ def test_bands_of_an_intel_algorithm_step_become_one_per_size_value():
     assert intel_ranges(bands, "UCX_TLS", "all") is None
 
 
+def test_bands_of_an_open_mpi_coll_tuned_step_become_one_per_size_value():
+    from commstack.tune.per_size import ompi_ranges, per_size_settings
+
+    axis = "mca.coll_tuned_allreduce_algorithm"
+    data = m(**{"0": {1: jitter(10), 1024: jitter(10), 4096: jitter(10)},
+                "3": {1: jitter(5), 1024: jitter(10), 4096: jitter(12)},
+                "4": {1: jitter(12), 1024: jitter(7), 4096: jitter(6)}})
+    out = rule.decide(data, "0", rule.Rule(allow_losses=True))
+    bands = [{"from_bytes": b.first, "to_bytes": b.last, "best": {axis: b.best}} for b in out.bands]
+    assert ompi_ranges(bands, axis, 0) == "3:0-1023;4:1024-"  # the last range open
+    step = {"axes": [axis], "bands": bands, "incumbent": {axis: 0}}
+    tuned = per_size_settings([step], {axis: "3", "mca.coll_tuned_use_dynamic_rules": 1})
+    assert tuned == {axis: "3:0-1023;4:1024-", "mca.coll_tuned_use_dynamic_rules": 1}
+    # An unset incumbent's band is algorithm 0 (coll/tuned's own decision).
+    unset = [bands[0], dict(bands[1], best={axis: None})]
+    assert ompi_ranges(unset, axis, None) == "3:0-1023;0:1024-"
+    # Algorithms by name, a collective without a rules-file size, one band: no per-size value.
+    named = [dict(b, best={axis: {"3": "recursive_doubling", "4": "ring"}[b["best"][axis]]})
+             for b in bands]
+    assert ompi_ranges(named, axis, "ignore") is None
+    scan = [dict(b, best={"mca.coll_tuned_scan_algorithm": b["best"][axis]}) for b in bands]
+    assert ompi_ranges(scan, "mca.coll_tuned_scan_algorithm", 0) is None
+    assert ompi_ranges(bands[:1], axis, 0) is None
+
+
 @pytest.mark.mpi
 def test_intel_mpi_takes_the_per_size_value_and_refuses_a_broken_one(impi_root, write_matrix):
     """Swept as a tuner's verify sweeps it; Intel MPI's own startup lines (I_MPI_DEBUG=6) say

@@ -487,9 +487,10 @@ def _evidence_run(campaign: Campaign, session: Path, prepared: PreparedPoint,
     assert prepared.evidence is not None
     folder = campaign.point_dir(prepared.point.id) / "evidence" / session.name
     folder.mkdir(parents=True, exist_ok=True)
+    command = prepared.evidence.placed(folder)
     stdout, stderr = folder / "stdout.txt", folder / "stderr.txt"
-    outcome = runner.run(prepared.evidence, stdout, stderr, timeout, cwd=folder)
-    used = _components_used(prepared, prepared.evidence, stderr.read_text(errors="replace"))
+    outcome = runner.run(command, stdout, stderr, timeout, cwd=folder)
+    used = _components_used(prepared, command, stderr.read_text(errors="replace"))
     if used is not None:
         where = f"points/{prepared.point.id}/evidence/{session.name}"
         added = " ".join(f"{k}={v}" for k, v in sorted(prepared.evidence.env.items())
@@ -499,7 +500,7 @@ def _evidence_run(campaign: Campaign, session: Path, prepared: PreparedPoint,
         if outcome.status != "ok":
             used["not_used"] = []
             used["not_reported"] = f"the evidence run ended {outcome.status}: see {where}"
-    write_new_json(folder / "evidence.json", {"command": prepared.evidence.shell(),
+    write_new_json(folder / "evidence.json", {"command": command.shell(),
                                               "status": outcome.status,
                                               "exit_code": outcome.exit_code,
                                               "components_used": used})
@@ -520,9 +521,10 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
              evidence: Optional[Dict[str, object]] = None,
              order: Optional[Dict[str, object]] = None) -> Record:
     """Run one claimed attempt, parse it and write its record; the attempt is released after."""
-    point, command = prepared.point, prepared.command
+    point = prepared.point
     repeat = attempt.repeat
     try:
+        command = prepared.command.placed(attempt.path)
         stdout, stderr = attempt.path / "stdout.txt", attempt.path / "stderr.txt"
         outcome = runner.run(command, stdout, stderr, timeout or matrix.timeout, cwd=attempt.path)
         # The run is over: an interrupt now waits until its record is written.
@@ -555,7 +557,7 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
             unused = ompi_coll_evidence.not_used_note(used)
             if unused:
                 notes.append(unused)  # the numbers are real: status stays, the report flags it
-            notes += deviation_notes(matrix, prepared.stack.name)
+            notes += deviation_notes(matrix, prepared.stack.name) + command.notes()
             record = Record(
                 campaign=campaign.name,
                 machine=campaign.machine,

@@ -16,6 +16,7 @@ from commstack.flavours.base import (  # noqa: F401  (the package's interface)
     Launch,
     Placement,
     Request,
+    RunFile,
     VersionTool,
 )
 

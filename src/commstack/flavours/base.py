@@ -76,6 +76,17 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class RunFile:
+    """A file a launch reads, written into the run's own directory just before it starts (so
+    the run's outputs keep it); ``variable`` is set to its absolute path there."""
+
+    name: str
+    text: str
+    variable: str
+    note: str = ""  # for the run's record: what the file is and what is known of its use
+
+
+@dataclass(frozen=True)
 class VersionTool:
     """A command whose output identifies the installation, saved as <stack>.<file>."""
 
@@ -119,6 +130,14 @@ class Flavour:
         raise FlavourError(f"mapping {mapping!r} has no built-in placement for {self.label} "
                            f"stacks; declare mapping.{mapping}.{self.name} (args, env) in the "
                            "machine's machine.yaml, or drop the mapping axis")
+
+    def launch_files(self, env: Dict[str, str], ranks: int
+                     ) -> Tuple[Dict[str, str], Tuple[RunFile, ...]]:
+        """The environment as launched and the files it names, for a point whose parameters
+        set ``env`` on ``ranks`` processes: a value the MPI reads from a file (Open MPI's
+        per-size collective algorithms) becomes that file. FlavourError for a value that cannot
+        be launched."""
+        return env, ()
 
     def ucx_evidence(self, env: Dict[str, str], conduit: Optional[str] = None) -> Optional[str]:
         """Why a run with this environment must have used UCX (it fails without), or None."""

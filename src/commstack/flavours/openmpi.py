@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from commstack.flavours import ompi_coll_evidence
+from commstack.flavours import ompi_coll_evidence, ompi_coll_rules
 from commstack.flavours.base import (
     COMMON_FAMILIES,
     Flavour,
     Launch,
     Placement,
     Request,
+    RunFile,
     VersionTool,
     with_env,
 )
@@ -37,6 +38,12 @@ class OpenMPI(Flavour):
 
     def component_tool(self) -> Optional[Tuple[str, ...]]:
         return ("ompi_info", "--parsable", "--all")
+
+    def launch_files(self, env: Dict[str, str], ranks: int
+                     ) -> Tuple[Dict[str, str], Tuple[RunFile, ...]]:
+        """A per-size ``coll_tuned_<op>_algorithm`` becomes coll/tuned's rules file
+        (ompi_coll_rules)."""
+        return ompi_coll_rules.launch_files(env, ranks)
 
     def evidence_env(self, env: Dict[str, str]) -> Dict[str, str]:
         """coll_ucc_verbose=3 when the run touches the coll framework (ompi_coll_evidence); set

@@ -6,20 +6,23 @@ module's (commstack.flavours); this module gathers a point's values and the mach
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from commstack import flavours
 from commstack.benchmarks.registry import Benchmark
-from commstack.flavours import Flavour, FlavourError, Placement, Request
+from commstack.flavours import Flavour, FlavourError, Placement, Request, RunFile
 from commstack.launch.stack import ResolvedStack, apply_env
 from commstack.machine import Machine
 from commstack.matrix import parameters as P
 from commstack.matrix.model import Point
 from commstack.placement.cpu_map import CpuMapError
 from commstack.placement.model import Expected
+from commstack.store.files import write_new
 
 
 class LaunchError(ValueError):
@@ -35,6 +38,24 @@ class LaunchCommand:
     ranks: int = 1
     executable: str = ""  # the benchmark binary (absolute path)
     expected: Optional[Expected] = None  # what placement the run must show (checked after it)
+    # Files the launch reads: until placed, their variables hold the bare file name.
+    files: Tuple[RunFile, ...] = ()
+
+    def placed(self, directory: Path) -> "LaunchCommand":
+        """This command for a run in ``directory``: its files written there (never over an
+        existing one) and their variables naming them by absolute path."""
+        if not self.files:
+            return self
+        env = dict(self.env)
+        for item in self.files:
+            path = directory.resolve() / item.name
+            write_new(path, item.text.encode())
+            env[item.variable] = str(path)
+        return dataclasses.replace(self, env=env)
+
+    def notes(self) -> List[str]:
+        """What the record says of the files this command launched with."""
+        return [item.note for item in self.files if item.note]
 
     def full_env(self) -> Dict[str, str]:
         return apply_env(os.environ, self.env, self.prepends)
@@ -60,6 +81,15 @@ def point_env(point: Point, benchmark: Benchmark) -> Dict[str, str]:
         if kind.env_name:
             env[kind.env_name] = "1" if value is True else "0" if value is False else str(value)
     return env
+
+
+def launch_files(point: Point, flavour: Flavour, ranks: int, env: Dict[str, str]
+                 ) -> Tuple[Dict[str, str], Tuple[RunFile, ...]]:
+    """The flavour's environment as launched and the files it reads (Flavour.launch_files)."""
+    try:
+        return flavour.launch_files(env, ranks)
+    except FlavourError as exc:
+        raise LaunchError(f"point {point.id}: {exc}") from None
 
 
 def benchmark_params(point: Point, benchmark: Benchmark) -> Dict[str, object]:
@@ -161,9 +191,11 @@ def local_command(
     argv_bench = benchmark_argv(point, benchmark, stack)
     env = stack.env_delta()
     env.update(point_env(point, benchmark))
+    env, files = launch_files(point, flavour, req.ranks, env)
     launch = flavour.local(stack.launcher, req, placement, env)
     argv = launch.argv + list(stack.stack.launcher_args)
     return LaunchCommand(argv + argv_bench, launch.env, stack.prepends(), oversubscribed, ranks,
                          executable=argv_bench[0],
                          expected=expected(flavour, req,
-                                           cpus=mapped_cpus(point, machine, flavour.name)))
+                                           cpus=mapped_cpus(point, machine, flavour.name)),
+                         files=files)

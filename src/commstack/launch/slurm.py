@@ -11,6 +11,7 @@ launcher when machine.yaml names one. Points needing fewer nodes than allocated 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -26,6 +27,7 @@ from commstack.launch.command import (
     LaunchError,
     benchmark_argv,
     expected,
+    launch_files,
     mapped_cpus,
     placement_for,
     point_env,
@@ -111,11 +113,13 @@ def srun_command(point: Point, benchmark: Benchmark, stack: ResolvedStack,
     if stack.stack.conduit in flavour.node_local_conduits:
         return node_local(point, benchmark, stack, machine, flavour, req, placement)
     launcher = (machine.launcher(flavour.name) if machine else None) or {}
-    env = _environment(point, benchmark, stack, machine, launcher)
+    env, files = launch_files(point, flavour, req.ranks,
+                              _environment(point, benchmark, stack, machine, launcher))
     command = launcher.get("command", "srun")
     if command != "srun":
-        return mpirun_in_allocation(point, benchmark, stack, launcher, flavour, req, placement, env,
-                                    machine)
+        return dataclasses.replace(
+            mpirun_in_allocation(point, benchmark, stack, launcher, flavour, req, placement, env,
+                                 machine), files=files)
     args = list(launcher.get("args") or [f"--mpi={flavour.srun_plugin}"])
     cpus = mapped_cpus(point, machine)
     binding = f"{SRUN_BINDING.split(',')[0]},map_cpu:{cpu_list(cpus)}" if cpus else SRUN_BINDING
@@ -134,7 +138,8 @@ def srun_command(point: Point, benchmark: Benchmark, stack: ResolvedStack,
                          expected=expected(flavour, req, "slurm",
                                            node_order=_node_order(distribution), cpus=cpus,
                                            cpus_per_rank=int(per_task[0].split("=")[1])
-                                           if per_task else None))
+                                           if per_task else None),
+                         files=files)
 
 
 def cpus_per_task(point: Point, machine: Optional[Machine],
@@ -179,14 +184,15 @@ def node_local(point: Point, benchmark: Benchmark, stack: ResolvedStack,
     if req.nodes != 1:
         raise LaunchError(f"point {point.id}: the {stack.stack.conduit} conduit runs on one node; "
                           f"nodes={req.nodes} needs a network conduit (ibv, ofi, ucx, mpi)")
-    spawn = flavour.local(stack.launcher, req, placement,
-                          _environment(point, benchmark, stack, machine, {}))
+    env, files = launch_files(point, flavour, req.ranks,
+                              _environment(point, benchmark, stack, machine, {}))
+    spawn = flavour.local(stack.launcher, req, placement, env)
     argv = ["srun", "-v", "-N", "1", "-n", "1", f"--cpus-per-task={req.ranks_per_node}",
             "--cpu-bind=none", "--kill-on-bad-exit=1", *spawn.argv, *stack.stack.launcher_args]
     bench = benchmark_argv(point, benchmark, stack)
     # The one srun task is the spawner, not a rank: srun's report would say nothing of ranks.
     return LaunchCommand(argv + bench, spawn.env, stack.prepends(), False, req.ranks_per_node,
-                         executable=bench[0], expected=expected(flavour, req))
+                         executable=bench[0], expected=expected(flavour, req), files=files)
 
 
 def mpirun_in_allocation(point: Point, benchmark: Benchmark, stack: ResolvedStack,

@@ -13,6 +13,7 @@ from commstack.benchmarks.registry import Benchmark
 from commstack.markdown_table import table
 from commstack.matrix import parameters as P
 from commstack.store.files import replace
+from commstack.tune import ompi_rules_export as ompi_rules
 from commstack.tune.staged import KEPT_DEFAULT, CaseResult
 
 
@@ -26,6 +27,7 @@ def env_file(settings: Dict[str, Any], benchmark: Benchmark, case: Dict[str, Any
             lines.append(f"export {kind.env_name}={shlex.quote(str(value))}")
         elif kind.kind not in ("mca", "setting"):
             lines.append(f"# {name} = {value} (a launcher setting, not a variable)")
+    lines += ompi_rules.env_lines(settings)
     return "\n".join(lines) + "\n"
 
 
@@ -40,9 +42,11 @@ def mca_file(settings: Dict[str, Any], benchmark: Benchmark, case: Dict[str, Any
              "# Open MPI reads this as $HOME/.openmpi/mca-params.conf or "
              "<prefix>/etc/openmpi-mca-params.conf, or via OMPI_MCA_mca_base_param_files=<this file>."]
     lines += _named(settings, benchmark)
+    rules_file = ompi_rules.per_size(settings)
     for name, value in settings.items():
-        if P.classify(name, benchmark).kind == "mca":
+        if P.classify(name, benchmark).kind == "mca" and name not in rules_file:
             lines.append(f"{name[4:]} = {value}")
+    lines += ompi_rules.mca_lines(settings)
     return "\n".join(lines) + "\n"
 
 
@@ -145,6 +149,13 @@ def write_case_files(result: CaseResult, benchmark: Benchmark) -> Dict[str, Any]
     out = result.directory / "tuned"
     out.mkdir(parents=True, exist_ok=True)
     launched = result.launched or result.settings
+    files: Dict[str, str] = {}
+    if ompi_rules.per_size(launched):
+        text, where = ompi_rules.measured_file(result.directory / "verify", launched)
+        replace(out / ompi_rules.FILE_NAME, text)
+        files[ompi_rules.FILE_NAME] = f"verify/{where}"
+    else:  # derived: an earlier export's file would sit there unread
+        (out / ompi_rules.FILE_NAME).unlink(missing_ok=True)
     replace(out / "ucx.env", env_file(launched, benchmark, result.case).encode())
     replace(out / "mca-params.conf", mca_file(launched, benchmark, result.case).encode())
     check = result.verify
@@ -154,6 +165,8 @@ def write_case_files(result: CaseResult, benchmark: Benchmark) -> Dict[str, Any]
                "chosen_by_steps": result.chosen, "outcome": outcome_text(result),
                "steps": result.steps,
                "verify": {k: v for k, v in check.items() if k != "data"}}
+    if files:  # where each exported file was measured
+        summary["files"] = files
     import json
 
     replace(out / "decision.json", (json.dumps(summary, indent=1, default=str) + "\n").encode())
