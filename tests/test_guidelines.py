@@ -1,7 +1,9 @@
 """Self-consistent performance guidelines (commstack.report.guidelines) on real ReproMPI
 outputs: a violation planted in a real run (Allreduce made 20 times slower at one size, so that
 Reduce + Bcast is faster) is reported with its size and composition, the unplanted run's
-verdict at that size is not changed elsewhere, and a guideline file that cannot be read is named."""
+verdict at that size is not changed elsewhere, and a guideline file that cannot be read is named.
+`commstack query --guidelines` answers from a campaign on disk with the report section's own
+evidence rows, and says when it finds no violation."""
 
 from __future__ import annotations
 
@@ -12,12 +14,16 @@ import pytest
 
 from commstack.benchmarks.reprompi import parse_reprompi
 from commstack.report import guidelines
+from commstack.store.campaign import Campaign
+from commstack.store.files import write_new
 from commstack.store.record import Record
+from tests.sweeps import commstack
 
 pytest.importorskip("scipy", reason="skipped: scipy not installed (pip install 'commstack[stats]')")
 
 FIXTURE = Path(__file__).parent / "fixtures" / "reprompi" / "openmpi-4.1.4" / \
     "barrier-bcast-allreduce-np2.out"
+MPICH = FIXTURE.parents[1] / "mpich-4.0.2" / FIXTURE.name  # a run with no violation
 FACTOR = 20
 
 
@@ -148,3 +154,73 @@ def test_only_records_of_settings_naming_a_guideline_s_collectives_are_read():
                  attempt=1, params={"executable": "osu_allreduce"}, status="ok", ranks=2)
     assert guidelines.named_collectives(osu) == {"Allreduce"}
     assert guidelines.relevant([osu], rules) == []
+
+
+# --- commstack query --guidelines ----------------------------------------------------------------
+
+
+def _campaign(root: Path, texts: "dict[str, str]") -> Path:
+    """A campaign on disk as a sweep leaves it: per point one ReproMPI run, its record and the
+    run's stdout (from which the per-call samples are read)."""
+    campaign = Campaign(root)
+    campaign.ensure({"campaign": root.name, "machine": root.parent.name, "benchmark": "reprompi"})
+    for stack, text in texts.items():
+        record = _record(text, stack)
+        record.campaign, record.machine = root.name, root.parent.name
+        folder = campaign.point_dir(record.point_id) / "rep1.try1"
+        folder.mkdir(parents=True)
+        (folder / "stdout.txt").write_text(text)
+        write_new(folder / "record.json", record.dumps())
+    return root
+
+
+def _table_rows(text: str) -> list:
+    return [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+
+
+def test_query_prints_the_planted_violation_with_the_report_sections_evidence(tmp_path):
+    text = MPICH.read_text()
+    root = _campaign(tmp_path / "results" / "local" / "planted",
+                     {"s0": text, "s1": _planted(text, "MPI_Allreduce", 1024, FACTOR)})
+    run = commstack("query", str(root), "--guidelines")
+    assert run.returncode == 0, run.stderr
+    rows = _table_rows(run.stdout)
+    assert rows[0] == ("| setting | guideline | m [bytes] | collective | composition | "
+                       "ratio [interval] | p (Holm) | verdict |")
+    assert len(rows) == 2, run.stdout  # the planted violation alone: the MPICH run has none
+    hit = rows[1]
+    assert hit.startswith("| ReproMPI, s1, 2 processes, proc_sync=MPI_Barrier | "
+                          "Allreduce(m) <= Reduce(m) + Bcast(m) | 1024 |")
+    assert re.search(r"\| [\d.]+ \[[\d.]+–[\d.]+\] \(n=20\) \| Reduce\(1024 B\) \+ "
+                     r"Bcast\(1024 B\): [\d.]+ \[[\d.]+–[\d.]+\] \(n=20\) \|", hit), hit
+    assert hit.endswith("| worse |")
+    assert "12 checks in 2 settings; 1 violations" in run.stdout and "Holm" in run.stdout
+    # The same rows as the report's section of this campaign: one check, not a second copy.
+    records = [r for r in Campaign(root).records() if not r.published]
+    section = guidelines.campaign_section(Campaign(root), records)
+    assert _table_rows("\n".join(section)) == rows
+
+    csv_run = commstack("query", str(root), "--guidelines", "--csv")
+    assert csv_run.returncode == 0, csv_run.stderr
+    import csv
+    import io
+
+    (row,) = list(csv.DictReader(io.StringIO(csv_run.stdout)))
+    assert (row["guideline"], row["m"], row["verdict"], row["collective_n"]) == \
+        ("allreduce-reduce-bcast", "1024", "worse", "20")
+    assert float(row["p_adjusted"]) < 0.05 and float(row["ratio"]) > 1.05
+    assert float(row["collective_ci_low"]) <= float(row["collective_median"]) \
+        <= float(row["collective_ci_high"])
+
+
+def test_query_says_when_no_guideline_is_violated(tmp_path):
+    root = _campaign(tmp_path / "results" / "local" / "clean", {"s0": MPICH.read_text()})
+    run = commstack("query", str(root), "--guidelines")
+    assert run.returncode == 0, run.stderr
+    assert "no violation found (6 checks)" in run.stdout
+    assert _table_rows(run.stdout) == []
+    assert "Guidelines checked: `Allreduce(m) <= Reduce(m) + Bcast(m)`" in run.stdout
+    # Rows of --best-per-size are not chosen here: refused in one sentence, nothing checked.
+    bad = commstack("query", str(root), "--guidelines", "--benchmark", "reprompi")
+    assert bad.returncode == 2 and "--benchmark and --test choose the rows of --best-per-size" \
+        in bad.stderr and bad.stdout == ""

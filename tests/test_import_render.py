@@ -18,7 +18,13 @@ import pytest
 
 from commstack.importers.betzy import parse_betzy
 from commstack.report.layout import Block, Label, Layout, Part, Section, Table, auto_layout
-from commstack.report.published import differences, render_layout, render_published, structure
+from commstack.report.published import (
+    differences,
+    layout_notes,
+    render_layout,
+    render_published,
+    structure,
+)
 from commstack.store.record import Record
 from tests.conftest import REPO
 from tests.sweeps import commstack, records
@@ -78,7 +84,10 @@ def test_report_writes_the_reproduction_and_compare_finds_them_equal(imported):
         assert differences(seed_text(stem), (root / "report" / f"{stem}.md").read_text()) == []
     report = (root / "report" / "report.md").read_text()
     assert "## Published tables: betzy_allcores_27nodes.md" in report
-    assert "| benchmark_mpi_comm | 2.5159 | 14.759 | 23.32 | 148.22 |" in report
+    # Each published value with its count; one value has no interval, and the report says why.
+    assert "| benchmark_mpi_comm | 2.5159 (1) | 14.759 (1) | 23.32 (1) | 148.22 (1) |" in report
+    assert ("96 of 96 such cells have fewer than 6 repeats and show no interval: the interval "
+            "needs 6 repeats") in report
     # The committed reference and this fresh import: every figure matched, all equal.
     cmp = commstack("compare", str(REFERENCE), str(root), "--out", str(tmp / "cmp.md"))
     assert cmp.returncode == 0, cmp.stdout + cmp.stderr
@@ -220,26 +229,45 @@ def test_labels_name_dimensions_or_the_import_says_what_it_does_not_know():
 
 
 def test_pivot_renders_sweep_records_in_the_betzy_layout():
-    """A cartex sweep's records (two repeats, one NaN cell) in the "chosen results" layout."""
-    def rec(exe, halo, fields, value, repeat):
+    """A cartex sweep's records in the "chosen results" layout: every cell the median with its
+    95 % interval and count (six repeats: an interval; two: none, and the caption says the
+    interval needs six), an oversubscribed run's marker beside its number, one NaN cell."""
+    def rec(exe, halo, fields, value, repeat, oversubscribed=False):
         return Record.from_dict({
             "campaign": "c", "machine": "m", "attempt": 1,
             "status": "ok", "benchmark": "cartex", "point_id": f"{exe}{halo}{fields}",
             "repeat": repeat, "stack": "ompi-ucx", "stack_info": {"flavour": "openmpi"},
+            "oversubscribed": oversubscribed,
             "params": {"executable": exe, "halo": halo, "nfields": fields, "stack": "ompi-ucx"},
             "parsed": [{"mean_s": value / 1e4, "time_10000_calls_s": value}]})
 
-    recs = [rec("benchmark_mpi_comm", h, f, v + d, r) for (h, f, v) in
-            [(1, 1, 2.5), (5, 1, 14.75), (1, 8, 23.3), (5, 8, 148.2)] for r, d in ((1, 0), (2, 0.02))]
-    recs += [rec("benchmark_ghex_comm_mpi", 1, 1, 2.9035, 1)]
+    six = [2.55, 2.5, 2.53, 2.51, 2.54, 2.52]  # median 2.525; 6 repeats: [x(1), x(6)]
+    recs = [rec("benchmark_mpi_comm", 1, 1, v, r) for r, v in enumerate(six, 1)]
+    recs += [rec("benchmark_mpi_comm", h, f, v + d, r) for (h, f, v) in
+             [(5, 1, 14.75), (1, 8, 23.3), (5, 8, 148.2)] for r, d in ((1, 0), (2, 0.02))]
+    recs += [rec("benchmark_ghex_comm_mpi", 1, 1, 2.9035, 1, oversubscribed=True)]
     layout = auto_layout(recs)
     text = render_layout(layout, recs)
     assert code_lines(text) == [
-        "                                h1f1     h5f1     h1f8      h5f8",
-        "                               ______    _____    _____    ______",
-        "    benchmark_ghex_comm_mpi    2.9035      NaN      NaN       NaN",
-        "    benchmark_mpi_comm           2.51    14.76    23.31    148.21"]  # means of 2 repeats
+        "                                       h1f1              h5f1         h1f8          h5f8",
+        "                               ____________________    _________    _________    __________",
+        "    benchmark_ghex_comm_mpi          2.9035 (1) ⚠ov          NaN          NaN           NaN",
+        "    benchmark_mpi_comm         2.525 [2.5–2.55] (6)    14.76 (2)    23.31 (2)    148.21 (2)"]
     assert "**XYZ**" in text  # cartex's default order
+    markdown = render_layout(layout, recs, markdown=True)
+    assert "| benchmark_mpi_comm | 2.525 [2.5–2.55] (6) | 14.76 (2) | 23.31 (2) | 148.21 (2) |" \
+        in markdown
+    assert "| benchmark_ghex_comm_mpi | 2.9035 (1) ⚠ov | NaN | NaN | NaN |" in markdown
+    # The published form (a round trip) has the medians alone; the marker stays.
+    assert code_lines(render_layout(layout, recs, intervals=False))[2:] == [
+        "    benchmark_ghex_comm_mpi    2.9035 ⚠ov      NaN      NaN       NaN",
+        "    benchmark_mpi_comm              2.525    14.76    23.31    148.21"]
+    notes = layout_notes(layout, recs)
+    assert notes[0].startswith("A cell `median [95 % interval] (n)` is the median over the n "
+                               "repeats")
+    assert notes[1].startswith("4 of 5 such cells have fewer than 6 repeats and show no "
+                               "interval: the interval needs 6 repeats")
+    assert notes[2].startswith("`⚠ov` oversubscribed: the job had more processes than cores")
 
 
 def test_layout_survives_json():

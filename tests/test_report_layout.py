@@ -1,7 +1,8 @@
 """Must show: every Markdown table in commstack is written by the one table writer, which keeps
 a cell's ``|`` and line breaks inside the cell; `compare` imports nothing of `report` (so the two
 are not in an import cycle); the report asks its study plugins whether they apply instead of
-hard-coding which campaign gets which section."""
+hard-coding which campaign gets which section; the study layouts show every number as the
+standard tables do, median [95 % interval] (n), with the markers of unclean runs beside it."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from commstack.markdown_table import table
 from commstack.report.document import write_report
 from commstack.report.studies import STUDIES, Context
 from commstack.store.campaign import Campaign
+from commstack.store.record import Record
 from tests.conftest import REPO
 
 SRC = REPO / "src"
@@ -183,3 +185,95 @@ def test_report_of_an_imported_campaign_has_its_study_and_well_formed_tables(tmp
     assert check_tables(text) >= 2
     for printed in (root / "report").glob("betzy_*.md"):  # the published layout, again
         assert "```" in printed.read_text()
+
+
+# --- study layouts: every number with its interval ------------------------------------------------
+
+
+def _write_campaign(root: Path, records: List[Record]) -> Path:
+    """A campaign on disk as a sweep leaves it (records only: no outputs are needed here)."""
+    from commstack.store.files import write_new
+
+    campaign = Campaign(root)
+    campaign.ensure({"campaign": root.name, "machine": root.parent.name,
+                     "benchmark": records[0].benchmark})
+    for record in records:
+        folder = campaign.point_dir(record.point_id) / f"rep{record.repeat}.try1"
+        folder.mkdir(parents=True)
+        write_new(folder / "record.json", record.dumps())
+    return root
+
+
+def _cartex(exe: str, halo: int, value: float, repeat: int, oversubscribed: bool) -> Record:
+    return Record.from_dict({
+        "campaign": "halo", "machine": "local", "attempt": 1, "status": "ok",
+        "benchmark": "cartex", "point_id": f"{exe}-h{halo}", "repeat": repeat,
+        "stack": "ompi", "stack_info": {"flavour": "openmpi"}, "ranks": 4,
+        "oversubscribed": oversubscribed,
+        "params": {"executable": exe, "halo": halo, "nfields": 1, "stack": "ompi"},
+        "parsed": [{"mean_s": value / 1e4, "time_10000_calls_s": value}]})
+
+
+def test_study_layout_cells_show_their_interval_and_count_in_the_report(tmp_path):
+    """A swept cartex campaign's report: the Betzy-layout table reads like the standard tables,
+    median [95 % interval] (n), with the oversubscribed run's marker beside its number and the
+    caption saying that fewer than 6 repeats give no interval."""
+    six = [2.61, 2.58, 2.66, 2.6, 2.64, 2.59]
+    records = [_cartex("benchmark_mpi_comm", 1, v, r, False) for r, v in enumerate(six, 1)]
+    records += [_cartex("benchmark_mpi_comm", 5, v, r, False)
+                for r, v in enumerate([14.7, 14.9, 14.8], 1)]
+    records += [_cartex("benchmark_ghex_comm_mpi", 1, 3.1, 1, True)]
+    root = _write_campaign(tmp_path / "results" / "local" / "halo", records)
+    text = write_report(root).read_text()
+    section = text.split("## Halo exchange tables (Betzy layout)")[1].split("\n## ")[0]
+    from commstack import stats
+
+    c = stats.describe(six)
+    assert (c.n, c.low, c.high) == (6, min(six), max(six))
+    row = next(line for line in section.splitlines() if "benchmark_mpi_comm " in line)
+    assert f"{c.median:.5g} [{c.low:.5g}–{c.high:.5g}] (6)" in row
+    assert "14.8 (3)" in row  # three repeats: the median and its count, no interval
+    ghex = next(line for line in section.splitlines() if "benchmark_ghex_comm_mpi " in line)
+    assert "3.1 (1) ⚠ov" in ghex
+    assert "A cell `median [95 % interval] (n)` is the median over the n repeats" in section
+    assert ("2 of 3 such cells have fewer than 6 repeats and show no interval: the interval "
+            "needs 6 repeats") in section
+    assert "`⚠ov` oversubscribed" in section
+
+
+def test_gasnet_tables_show_the_runs_median_beside_the_papers_number():
+    """The GASNet-EX paper's minimum latency and maximum bandwidth keep their columns; beside
+    each, the runs' median with its 95 % interval (six runs) or without (three), and the
+    oversubscribed configuration's marker after its number."""
+    from commstack import stats
+    from commstack.report.studies import gasnet
+
+    def rma(fabric: str, repeat: int, t: float, oversubscribed: bool) -> Record:
+        rows = [{"benchmark": op, "np": 2, "mode": mode, "bytes": b, "t_us": t * (1 + b / 1e4),
+                 "mbytes_per_s": 100 * t * b / 1024}
+                for op in ("Unidir_put", "Unidir_get") for mode in ("aggregate", "non-aggregate")
+                for b in (8, 1024)]
+        return Record.from_dict({
+            "campaign": "rma", "machine": "local", "attempt": 1, "status": "ok",
+            "benchmark": "imb-rma", "point_id": fabric, "repeat": repeat, "stack": "impi",
+            "stack_info": {"flavour": "intelmpi"}, "ranks": 2, "oversubscribed": oversubscribed,
+            "params": {"I_MPI_FABRICS": fabric, "stack": "impi"}, "parsed": rows})
+
+    shm = [0.31, 0.35, 0.33, 0.3, 0.36, 0.32]
+    records = [rma("shm", r, t, False) for r, t in enumerate(shm, 1)]
+    records += [rma("ofi", r, t, True) for r, t in enumerate([5.2, 5.0, 5.4], 1)]
+    lat = gasnet.latency(records)
+    lines = gasnet.latency_table(lat)
+    eight = [t * (1 + 8 / 1e4) for t in shm]
+    c = stats.describe(eight)
+    shm_row = next(line for line in lines if line.startswith("| I_MPI_FABRICS=shm |"))
+    assert shm_row.startswith(f"| I_MPI_FABRICS=shm | {min(eight):.2f} μs | {c.median:.2f} "
+                              f"[{c.low:.2f}–{c.high:.2f}] (6) |")
+    ofi_row = next(line for line in lines if line.startswith("| I_MPI_FABRICS=ofi |"))
+    assert " μs ⚠ov | " in ofi_row and " (3) | " in ofi_row and "[" not in ofi_row
+    notes = " ".join(gasnet.notes([(s, 8) for s in lat]))
+    assert "2 of 4 such cells have fewer than 6 runs" in notes and "`⚠ov` oversubscribed" in notes
+    peak = [row for row in gasnet.saturation(gasnet.bandwidth(records))
+            if row.startswith("| I_MPI_FABRICS=shm | Put |")]
+    rates = stats.describe([100 * t * 1024 / 1024 * 1e6 / 2 ** 30 for t in shm], rate=True)
+    assert peak and f" | {rates.median:.3f} [{rates.low:.3f}–{rates.high:.3f}] (6) | " in peak[0]

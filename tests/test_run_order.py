@@ -168,3 +168,79 @@ def test_shuffled_order_is_recorded_and_reproducible_across_a_resume(runs):
     assert [p for p, _ in order[1]] != _ids(points)  # not the fixed order
     assert len({order[k][0][0] for k in (1, 2, 3)}) == 3
     assert f"order: shuffled anew every repeat, seed {seed}" in done["two"].stdout
+
+
+# --- a tuning plan's sweeps -----------------------------------------------------------------------
+
+TUNE_PLAN = """
+    campaign: ordered
+    base:
+      benchmark: imb-mpi1
+      repeats: 2
+      timeout: 60
+      EXTRA
+      stacks:
+        impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
+      parameters: {stack: impi, ranks_per_node: 1, executable: EXE}
+    cases:
+      benchmarks: [PingPong]
+    defaults: {I_MPI_ADJUST_ALLREDUCE: 1}
+    steps:
+      - name: algorithm
+        product: {I_MPI_ADJUST_ALLREDUCE: [1, 2, 3, 4]}
+    """
+
+
+def _tune_plan(folder: Path, exe: str, extra: str) -> Path:
+    path = folder / "plans" / "local" / "ordered.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dedent(TUNE_PLAN).replace("EXE", exe).replace("EXTRA", extra))
+    return path
+
+
+def test_a_tuning_plan_passes_order_and_seed_to_every_sweep_it_makes(impi_root, tmp_path):
+    """`base: {seed: 42}`: the step and the verify sweep run each repeat in the order seed 42
+    gives, and their matrices and records say so."""
+    quiet = tmp_path / "recorded-imb"
+    quiet.write_text(f"#!/bin/sh\ncat {RECORDED}\n")
+    quiet.chmod(0o755)
+    plan = _tune_plan(tmp_path, str(quiet), "seed: 42")
+    run = commstack("tune", str(plan), "--out", str(tmp_path / "results"), "--local")
+    assert run.returncode in (0, 3), run.stdout[-3000:] + run.stderr[-3000:]
+    sweeps = sorted(p.parent for p in (tmp_path / "results" / "local" / "ordered")
+                    .glob("*/*/matrix.yaml"))
+    assert [p.name for p in sweeps] == ["algorithm", "verify"]
+    for step_dir in sweeps:
+        matrix = load_matrix(step_dir / "matrix.yaml")
+        assert (matrix.order, matrix.seed) == ("shuffled", 42)
+        points = expand(matrix)
+        order = _run_order(step_dir)
+        assert sorted(order) == [1, 2]
+        for repeat, ran in order.items():
+            assert [p for p, _ in ran] == _ids(ordered(points, repeat, 42))
+            assert [o for _, o in ran] == [{"kind": "shuffled", "seed": 42, "position": i}
+                                           for i in range(1, len(points) + 1)]
+        assert "order: shuffled anew every repeat, seed 42 (seed: of the matrix)" in run.stdout
+    step = _run_order(sweeps[0])
+    assert len(step[1]) == 4 and [p for p, _ in step[1]] != [p for p, _ in step[2]]
+
+
+def test_a_tuning_plans_order_is_checked_like_a_matrixs(tmp_path):
+    from commstack.run_order import seed_of
+    from commstack.tune.plan import load_plan
+    from commstack.tune.review import step_sweeps
+
+    fixed = load_plan(_tune_plan(tmp_path, "true", "order: fixed"))
+    (sweep,) = list(step_sweeps(fixed))
+    assert sweep.matrix.order == "fixed" and seed_of(sweep.matrix, "algorithm") is None
+    default = load_plan(_tune_plan(tmp_path, "true", ""))
+    (sweep,) = list(step_sweeps(default))
+    assert (sweep.matrix.order, sweep.matrix.seed) == ("shuffled", None)
+    for extra, message in (("order: random", "base.order: 'random' is not one of shuffled, fixed"),
+                           ("seed: -1", "base.seed: -1 is less than the minimum of 0"),
+                           ("seed: first", "base.seed: expected integer, got str 'first'")):
+        plan = _tune_plan(tmp_path, "true", extra)
+        run = commstack("tune", str(plan), "--out", str(tmp_path / "results"), "--local")
+        assert run.returncode == 2 and message in run.stderr, run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+        assert not (tmp_path / "results").exists()  # refused before anything ran

@@ -68,6 +68,12 @@ def metric_of(row: Dict[str, object], benchmark: Optional[str]) -> Optional[Tupl
     return (figure.key, figure.lower_is_better) if figure else None
 
 
+def is_subrun(record: Record, row: Dict[str, object]) -> bool:
+    """IMB measured this row at a smaller process count inside the record's larger job."""
+    ranks, np_ = record.ranks, row.get("np")
+    return bool(ranks and np_ and int(np_) < int(ranks))  # type: ignore[call-overload]
+
+
 def result_rows(records: Iterable[Record]) -> Iterator[Tuple[Record, dict]]:
     """(record, parsed row) for every row of every successful record (cartex has one row)."""
     for rec in records:
@@ -100,7 +106,7 @@ def aggregate(records: Iterable[Record], with_samples: bool = False) -> List[Dic
                 "lower_is_better": metric[1],
                 "oversubscribed": False,
                 "job_ranks": ranks,
-                "subrun": bool(ranks and item.get("np") and int(item["np"]) < int(ranks)),
+                "subrun": is_subrun(rec, item),
             }
             samples[key] = []
         groups[key]["oversubscribed"] = bool(groups[key]["oversubscribed"]

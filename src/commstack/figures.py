@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from commstack import stats
-from commstack.aggregate import metric_of
+from commstack.aggregate import is_subrun, metric_of
 from commstack.benchmarks import registry
 from commstack.errors import CampaignError
 from commstack.store.campaign import Campaign
@@ -46,6 +46,8 @@ class Figure:
     lower_is_better: bool
     samples: List[float] = field(default_factory=list)
     repeats: List[int] = field(default_factory=list)  # the repeat of each sample
+    oversubscribed: bool = False  # a run had more processes than cores
+    subrun: bool = False  # IMB ran this row at a smaller process count inside a larger job
 
     @property
     def center(self) -> float:
@@ -77,8 +79,11 @@ def figures(records: Iterable[Record], metric: Optional[str] = None) -> List[Fig
             if key not in groups:
                 groups[key] = Figure(dimensions(rec), row, name,
                                      registry.lower_is_better(name))
-            groups[key].samples.append(float(value))
-            groups[key].repeats.append(rec.repeat)
+            figure = groups[key]
+            figure.samples.append(float(value))
+            figure.repeats.append(rec.repeat)
+            figure.oversubscribed = figure.oversubscribed or bool(rec.oversubscribed)
+            figure.subrun = figure.subrun or is_subrun(rec, item)
     return list(groups.values())
 
 

@@ -1,7 +1,9 @@
-"""Query the tidy rows of many campaigns and machines: the best setting per message size, or SQL.
+"""Query the tidy rows of many campaigns and machines: the best setting per message size, SQL,
+or the self-consistent performance guidelines the campaigns violate.
 
   commstack query results --best-per-size --benchmark imb-mpi1 --test Allreduce [--csv]
   commstack query results/a/x results/b/y --sql "SELECT machine, count(*) FROM rows GROUP BY 1"
+  commstack query results/local/reprompi-sync --guidelines [--csv]
 
 Paths are campaigns or folders holding them (searched below). Each campaign's Parquet index
 (<campaign>/index/, see commstack.store.tidy_index) is first brought up to date from its records,
@@ -15,6 +17,9 @@ the repeats, every comparison of the query corrected together, and the practical
 otherwise the row says which settings it cannot be told apart from. Oversubscribed runs and IMB
 sub-runs are compared only among themselves, and marked (⚠ov, ⚠sub). A setting is the point's
 parameters that differ between the machine's points.
+
+--guidelines: the report's guideline check (:mod:`commstack.cli.query_guidelines`), read from the
+records and run outputs themselves (no index needed).
 """
 
 from __future__ import annotations
@@ -50,6 +55,9 @@ def register(p: argparse.ArgumentParser) -> None:
                       help="the best setting per machine and message size, by corrected rank tests")
     what.add_argument("--sql", metavar="QUERY",
                       help="a DuckDB query over the view `rows` (the index's columns)")
+    what.add_argument("--guidelines", action="store_true",
+                      help="the self-consistent performance guidelines (e.g. Allreduce <= Reduce "
+                           "+ Bcast) the campaigns violate, with their evidence")
     p.add_argument("--benchmark", help="with --best-per-size: the matrix benchmark (imb-mpi1, osu, ...)")
     p.add_argument("--test", help="with --best-per-size: the row's benchmark (Allreduce, osu_latency, ...)")
     p.add_argument("--csv", action="store_true", help="CSV instead of a Markdown table")
@@ -57,6 +65,8 @@ def register(p: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     campaigns = find_campaigns(args.paths)
+    if args.guidelines:
+        return _guidelines(campaigns, args)
     if args.sql:
         headers, rows = sql(campaigns, args.sql)
     else:
@@ -70,6 +80,20 @@ def execute(args: argparse.Namespace) -> int:
             headers, rows = best_markdown(found)
     sys.stdout.write(to_csv(headers, rows) if args.csv else "\n".join(table(
         headers, [[_shown(v) for v in r] for r in rows], _align(len(headers), rows))) + "\n")
+    return 0
+
+
+def _guidelines(campaigns: List[Path], args: argparse.Namespace) -> int:
+    from commstack.cli import query_guidelines
+
+    if args.benchmark or args.test:
+        raise CampaignError("--benchmark and --test choose the rows of --best-per-size; "
+                            "--guidelines checks every collective the campaigns timed")
+    done, unchecked, rules = query_guidelines.checks(campaigns)
+    if args.csv:
+        sys.stdout.write(to_csv(*query_guidelines.csv_rows(done)))
+    else:
+        sys.stdout.write("\n".join(query_guidelines.markdown(done, unchecked, rules)) + "\n")
     return 0
 
 

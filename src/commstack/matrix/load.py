@@ -122,6 +122,19 @@ def _repeats(path: Path, data: Dict[str, Any]) -> "tuple[int, Adaptive | None]":
 MAX_ERRORS = 20
 
 
+def check_matrix_keys(path: Path, data: Dict[str, Any], keys: Iterable[str], where: str) -> None:
+    """``keys`` of ``data`` (another file's mapping that a matrix inherits, e.g. a tuning plan's
+    ``base``) checked by the matrix schema's rules for those keys, each error naming
+    ``<where>.<key>``, before anything runs."""
+    names = [k for k in keys if k in data]
+    schema = {"type": "object", "properties": {k: _SCHEMA["properties"][k] for k in names}}
+    errors = sorted(_Validator(schema).iter_errors({k: data[k] for k in names}),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        raise MatrixError("\n".join(f"{path}: {where}.{_key(e.absolute_path)}: {_explain(e)}"
+                                     for e in errors[:MAX_ERRORS]))
+
+
 def _check_schema(path: Path, data: Dict[str, Any]) -> None:
     validator = _Validator(_SCHEMA)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))

@@ -11,6 +11,10 @@ OSU, which print one average per size and run, the runs' values. The composition
 the sums of its parts' samples taken in order (i-th with i-th). The collective is called slower
 than the composition only as :mod:`commstack.stats` calls any difference: Mann-Whitney U,
 Holm-corrected over every check of the report, and beyond the 5 % threshold.
+
+The report's section (:mod:`commstack.report.studies.guidelines`) and ``commstack query
+--guidelines`` both take a campaign's settings from :func:`campaign_settings`, check them with
+:func:`check` and show the evidence of a violation with :func:`evidence_table`.
 """
 
 from __future__ import annotations
@@ -24,10 +28,13 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from commstack import stats
 from commstack.benchmarks import registry
 from commstack.markdown_table import table
-from commstack.store.record import Record
+from commstack.store.campaign import Campaign
+from commstack.store.record import Record, RecordError
 
 GUIDELINES = Path(__file__).with_name("guidelines.tsv")
 MAX_RULES = 1000  # a guideline file longer than this is refused, not read
+MAX_OUTPUT = 256 * 2 ** 20  # a run's stdout read for ReproMPI's per-call samples, at most
+METHOD = "holm"  # the correction over all checks made together
 # Benchmarks whose rows are timings of collectives, by family format.
 FAMILIES = {"imb": "IMB", "osu": "OSU", "reprompi": "ReproMPI"}
 # Parameters that only choose what is measured (which collective, sizes, repetitions): two
@@ -116,12 +123,14 @@ class Setting:
     processes: int
     params: str  # the parameters that tell settings apart, as sorted JSON
     samples: Dict[Tuple[str, int], List[float]] = field(default_factory=dict)  # usec
+    source: str = ""  # the campaign (machine/name), when settings of several are checked together
 
     @property
     def label(self) -> str:
         extra = ", ".join(f"{k}={v}" for k, v in json.loads(self.params).items())
-        return f"{FAMILIES[self.family]}, {self.stack}, {self.processes} processes" + (
-            f", {extra}" if extra else "")
+        return (f"{self.source}: " if self.source else "") + (
+            f"{FAMILIES[self.family]}, {self.stack}, {self.processes} processes"
+            + (f", {extra}" if extra else ""))
 
 
 @dataclass(frozen=True)
@@ -133,6 +142,7 @@ class Check:
     composition: stats.Center
     shift: stats.Shift
     verdict: str = ""
+    p_adjusted: float = 1.0  # the rank test's p, corrected over every check made together
 
 
 def collective_name(family: str, benchmark: object) -> Optional[str]:
@@ -253,7 +263,7 @@ def settings(records: Sequence[Record],
 
 
 def check(found: Sequence[Setting], rules: Sequence[Guideline],
-          method: str = "holm") -> Tuple[List[Check], List[str]]:
+          method: str = METHOD) -> Tuple[List[Check], List[str]]:
     """Every check the measurements allow, with its verdict (``worse``: the collective is
     slower than the composition, a violation), and the rules nothing could check."""
     checks: List[Check] = []
@@ -271,9 +281,10 @@ def check(found: Sequence[Setting], rules: Sequence[Guideline],
                 composed = [sum(values) for values in zip(*parts)]
                 checks.append(Check(setting, rule, m, stats.describe(lhs),
                                     stats.describe(composed), stats.shift(composed, lhs)))
-    calls = stats.verdicts([c.shift for c in checks], method=method)
-    checks = [Check(c.setting, c.guideline, c.m, c.collective, c.composition, c.shift, v)
-              for c, v in zip(checks, calls)]
+    adjusted = stats.corrected([c.shift for c in checks], method)
+    checks = [Check(c.setting, c.guideline, c.m, c.collective, c.composition, c.shift,
+                    stats.call(c.shift.ratio, p, c.shift.testable), p)
+              for c, p in zip(checks, adjusted)]
     used = {c.guideline.name for c in checks}
     return checks, [r.name for r in rules if r.name not in used]
 
@@ -284,41 +295,71 @@ def _center(c: stats.Center) -> str:
     return f"{c.median:.3g} [{c.low:.3g}–{c.high:.3g}] (n={c.n})"
 
 
+def violations(checks: Sequence[Check]) -> List[Check]:
+    """The checks whose collective :mod:`commstack.stats` calls slower than the composition."""
+    return [c for c in checks if c.verdict == stats.WORSE]
+
+
+def evidence_table(checks: Sequence[Check], method: str = METHOD) -> List[str]:
+    """Markdown rows of checks with their evidence: both medians with their intervals, the
+    ratio with its bootstrap interval, the corrected p and the verdict of :mod:`commstack.stats`."""
+    name = {"bh": "BH", "holm": "Holm"}[method]
+    body = []
+    for c in checks:
+        sizes = " + ".join(f"{t.collective}({t.bytes(c.m, c.setting.processes)} B)"
+                           for t in c.guideline.composition)
+        body.append([c.setting.label, c.guideline.rule, c.m, _center(c.collective),
+                     f"{sizes}: {_center(c.composition)}",
+                     f"{c.shift.ratio:.2f} [{c.shift.low:.2f}–{c.shift.high:.2f}]",
+                     f"{c.p_adjusted:.2g}", c.verdict])
+    return table(["setting", "guideline", "m [bytes]", "collective", "composition",
+                  "ratio [interval]", f"p ({name})", "verdict"], body, align="llrllrrl")
+
+
+def summary(checks: Sequence[Check], method: str = METHOD) -> str:
+    """How many checks, settings and violations, and by which rule, in one sentence."""
+    found = violations(checks)
+    return (f"{len(checks)} checks in {len({id(c.setting) for c in checks})} settings; "
+            f"{len(found)} violations: the collective slower than a composition that "
+            f"does the same job. Verdicts: {stats.rule_text(method=method)}. "
+            "Times in usec: median [95 % interval] (n samples); ratio: collective / "
+            "composition with its bootstrap interval.")
+
+
+NOTHING_CHECKED = ("No guideline could be checked: no setting measured a collective and the "
+                   "composition of a guideline at matching sizes (see "
+                   "`src/commstack/report/guidelines.tsv`).")
+NO_VIOLATION = "No violation found beyond noise."
+
+
 def lines(checks: Sequence[Check], unchecked: Sequence[str], rules: Sequence[Guideline],
-          method: str = "holm") -> List[str]:
+          method: str = METHOD) -> List[str]:
     """The report section."""
     out = ["", "## Self-consistent performance guidelines", ""]
     if not checks:
-        return out + ["No guideline could be checked: no setting measured a collective and the "
-                      "composition of a guideline at matching sizes (see "
-                      "`src/commstack/report/guidelines.tsv`)."]
-    violations = [c for c in checks if c.verdict == stats.WORSE]
-    out += [f"{len(checks)} checks in {len({id(c.setting) for c in checks})} settings; "
-            f"{len(violations)} violations: the collective slower than a composition that "
-            f"does the same job. Verdicts: {stats.rule_text(method=method)}. "
-            "Times in usec: median [95 % interval] (n samples).", ""]
-    if violations:
-        body = []
-        for c in violations:
-            sizes = " + ".join(f"{t.collective}({t.bytes(c.m, c.setting.processes)} B)"
-                               for t in c.guideline.composition)
-            body.append([c.setting.label, c.guideline.rule, c.m, _center(c.collective),
-                         f"{sizes}: {_center(c.composition)}",
-                         f"{c.shift.ratio:.2f} [{c.shift.low:.2f}–{c.shift.high:.2f}]"])
-        out += table(["setting", "guideline", "m [bytes]", "collective", "composition",
-                      "ratio [interval]"], body, align="llr")
+        return out + [NOTHING_CHECKED]
+    found = violations(checks)
+    out += [summary(checks, method), ""]
+    if found:
+        out += evidence_table(found, method)
         out.append("")
         out.append("A violation names an algorithm choice to tune at those sizes: the "
                    "composition is a way the library could have done the same job faster.")
     else:
-        out.append("No violation beyond noise.")
-    sources = {r.name: r for r in rules}
-    out += ["", "Guidelines checked: " + "; ".join(
-        f"`{sources[n].rule}` ({sources[n].source})" for n in
+        out.append(NO_VIOLATION)
+    return out + sources(checks, unchecked, rules)
+
+
+def sources(checks: Sequence[Check], unchecked: Sequence[str],
+            rules: Sequence[Guideline]) -> List[str]:
+    """The guidelines checked, each with its source, and those nothing could check."""
+    by_name = {r.name: r for r in rules}
+    out = ["", "Guidelines checked: " + "; ".join(
+        f"`{by_name[n].rule}` ({by_name[n].source})" for n in
         sorted({c.guideline.name for c in checks}))]
     if unchecked:
         out.append("Not checked (collectives or sizes not measured in one setting): "
-                   + ", ".join(f"`{sources[n].rule}`" for n in unchecked) + ".")
+                   + ", ".join(f"`{by_name[n].rule}`" for n in unchecked) + ".")
     return out
 
 
@@ -332,6 +373,53 @@ def section(records: Sequence[Record],
         return []
     checks, unchecked = check(found, rules)
     return lines(checks, unchecked, rules)
+
+
+# --- a campaign's stored runs -------------------------------------------------------------------
+
+
+def _folder(campaign: Campaign, record: Record) -> Path:
+    return campaign.point_dir(record.point_id) / f"rep{record.repeat}.try{record.attempt}"
+
+
+def stored_rows(campaign: Campaign, record: Record) -> List[dict]:
+    """The record's rows, read again from its record.json when the record holds none (a report
+    keeps the rows of only the records its sections need)."""
+    if record.parsed:
+        return record.parsed
+    try:
+        return Record.load(_folder(campaign, record) / "record.json").parsed
+    except (OSError, RecordError):
+        return []
+
+
+def stored_output(campaign: Campaign, record: Record) -> Optional[str]:
+    """The run's stdout (ReproMPI's per-call samples); None when missing or too large."""
+    path = _folder(campaign, record) / (record.stdout or "stdout.txt")
+    try:
+        if path.stat().st_size > MAX_OUTPUT:
+            return None
+        return path.read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def campaign_section(campaign: Campaign, records: Sequence[Record]) -> List[str]:
+    """The report section of a campaign whose (run, not published) records are ``records``."""
+    return section(records, lambda r: stored_output(campaign, r),
+                   lambda r: stored_rows(campaign, r))
+
+
+def campaign_settings(campaign: Campaign, rules: Sequence[Guideline],
+                      source: str = "") -> List[Setting]:
+    """The collective timings of a campaign's runs by setting, as its report checks them;
+    ``source`` names the campaign in each setting's label."""
+    records = [r for r in campaign.records() if not r.published]
+    found = settings(relevant(records, rules), lambda r: stored_output(campaign, r),
+                     lambda r: stored_rows(campaign, r))
+    for setting in found:
+        setting.source = source
+    return found
 
 
 def applies(record: Record) -> bool:

@@ -13,6 +13,11 @@ The text layout is MATLAB's ``table`` display, which the published files were ma
 labels indented by 4 and left-aligned, columns 4 apart, each column as wide as its widest label
 or number, numbers right-aligned among themselves and that block centred in the column, column
 labels centred and underlined, 5 significant digits, ``NaN`` where there is no number.
+
+A cell is the median over a point's repeats with its 95 % interval and the count,
+``2.5159 [2.4903–2.5511] (6)`` (:func:`commstack.report.numbers.interval_cell`, each number in
+MATLAB's 5 digits), markers of unclean runs (``⚠ov``) after it. Only the round trip of an
+imported file (``intervals=False``) prints the median alone, as the published file did.
 """
 
 from __future__ import annotations
@@ -21,13 +26,26 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from commstack.aggregate import result_rows
+from commstack import stats
+from commstack.aggregate import is_subrun, result_rows
+from commstack.benchmarks import registry
 from commstack.figures import dimensions
 from commstack.markdown_table import table
+from commstack.report.numbers import interval_cell, unclean_markers
 from commstack.store.record import Record
 
-# A cell's dimensions -> its number (None: no record).
-Lookup = Callable[[Dict[str, Any]], Optional[float]]
+
+@dataclass(frozen=True)
+class Cell:
+    """A cell's numbers: the median over its point's repeats with the interval and count, and
+    the markers of unclean runs (``⚠ov``, ``⚠sub``)."""
+
+    center: stats.Center
+    markers: Tuple[str, ...] = ()
+
+
+# A cell's dimensions -> its numbers (None: no record).
+Lookup = Callable[[Dict[str, Any]], Optional[Cell]]
 
 INDENT, GAP = 4, 4
 DIGITS = 5
@@ -139,6 +157,18 @@ def format_value(value: Optional[float], digits: int = DIGITS) -> str:
     return f"{value:.{digits}g}"
 
 
+def format_cell(value: Optional[Cell], intervals: bool = True) -> str:
+    """``2.5159 [2.4903–2.5511] (6)``, markers after; ``NaN`` without a number. Without
+    ``intervals`` the median alone (the round trip of a published file), markers still after."""
+    if value is None or math.isnan(value.center.median):
+        return format_value(None)
+    c = value.center
+    if not intervals:
+        return " ".join([format_value(c.median), *value.markers])
+    return interval_cell(format_value(c.median), format_value(c.low) if c.has_interval else None,
+                         format_value(c.high) if c.has_interval else None, c.n, value.markers)
+
+
 def _center(text: str, width: int) -> str:
     extra = width - len(text)
     left = extra // 2
@@ -166,9 +196,9 @@ def matlab_table(rows: List[str], columns: List[str], cells: List[List[str]],
 # --- rendering -------------------------------------------------------------------------------
 
 
-def table_cells(layout: Layout, lookup: Lookup) -> Dict[int, List[List[Optional[float]]]]:
-    """Numbers of every table (keyed by id of the Table), rows x columns."""
-    out: Dict[int, List[List[Optional[float]]]] = {}
+def table_cells(layout: Layout, lookup: Lookup) -> Dict[int, List[List[Optional[Cell]]]]:
+    """Cells of every table (keyed by id of the Table), rows x columns."""
+    out: Dict[int, List[List[Optional[Cell]]]] = {}
     for part, section, block, tab in layout.tables():
         base = {**part.dims, **section.dims, **block.dims, **tab.dims}
         out[id(tab)] = [[lookup({**base, **row.dims, **col.dims}) for col in tab.columns]
@@ -184,11 +214,13 @@ def _block_label(block: Block, as_published: bool) -> Optional[str]:
     return block.label if as_published or block.corrected_label is None else block.corrected_label
 
 
-def render_text(layout: Layout, lookup: Lookup, as_published: bool = True) -> str:
+def render_text(layout: Layout, lookup: Lookup, as_published: bool = True,
+                intervals: bool = True) -> str:
     """The whole layout as Markdown with MATLAB-style tables in fenced blocks, as published.
 
     ``as_published=False`` prints corrected labels where the import found the published ones
-    missing or wrong (the numbers are the same either way).
+    missing or wrong (the numbers are the same either way); ``intervals=False`` prints each
+    median alone, as the published file did (its round trip).
     """
     numbers = table_cells(layout, lookup)
     out: List[str] = []
@@ -206,7 +238,7 @@ def render_text(layout: Layout, lookup: Lookup, as_published: bool = True) -> st
                 for index, tab in enumerate(block.tables):
                     if index:
                         out.append("")
-                    cells = [[format_value(v) for v in row] for row in numbers[id(tab)]]
+                    cells = [[format_cell(v, intervals) for v in row] for row in numbers[id(tab)]]
                     out += matlab_table([r.text for r in tab.rows], [c.text for c in tab.columns],
                                         cells, _title(tab, as_published))
                 out += ["```", ""]
@@ -242,9 +274,18 @@ def _demote(heading: str) -> str:
 
 
 def markdown_table(rows: List[str], columns: List[str],
-                   values: List[List[Optional[float]]]) -> List[str]:
-    return table(["", *columns], [[label, *(format_value(v) for v in row)]
+                   values: List[List[Optional[Cell]]]) -> List[str]:
+    return table(["", *columns], [[label, *(format_cell(v) for v in row)]
                                   for label, row in zip(rows, values)], align="l" + "r" * len(columns))
+
+
+def counted(layout: Layout, lookup: Lookup) -> Tuple[int, int, List[str]]:
+    """(cells with a number, those of them without an interval, the markers present): what a
+    caption must explain."""
+    cells = [c for grid in table_cells(layout, lookup).values() for row in grid for c in row
+             if c is not None and not math.isnan(c.center.median)]
+    markers = sorted({m for c in cells for m in c.markers})
+    return len(cells), sum(not c.center.has_interval for c in cells), markers
 
 
 # --- cell lookup from records ----------------------------------------------------------------
@@ -261,9 +302,11 @@ def _same(a: Any, b: Any) -> bool:
 @dataclass
 class CellIndex:
     """Numbers of records by their dimensions; a cell takes the points whose dimensions contain
-    the cell's, and the median over that point's repeats (the layout's cells are times)."""
+    the cell's, and the median over that point's repeats with its interval (:mod:`stats`)."""
 
-    entries: List[Tuple[Dict[str, Any], str, float]]  # (dims, point id, value)
+    # (dims, point id, value, markers of the run) per result row of a successful record
+    entries: List[Tuple[Dict[str, Any], str, float, Tuple[str, ...]]]
+    rate: bool = False  # the metric is a rate (its median of an even count: harmonic)
 
     @classmethod
     def from_records(cls, records: List[Record], metric: str) -> "CellIndex":
@@ -271,17 +314,18 @@ class CellIndex:
         for rec, item in result_rows(records):
             value = item.get(metric) if isinstance(item, dict) else None
             if isinstance(value, (int, float)) and not math.isnan(value):
-                entries.append((dimensions(rec), rec.point_id, float(value)))
-        return cls(entries)
+                marks = tuple(unclean_markers(bool(rec.oversubscribed), is_subrun(rec, item)))
+                entries.append((dimensions(rec), rec.point_id, float(value), marks))
+        return cls(entries, rate=not registry.lower_is_better(metric))
 
-    def lookup(self, dims: Dict[str, Any]) -> Optional[float]:
-        from commstack import stats
-
+    def lookup(self, dims: Dict[str, Any]) -> Optional[Cell]:
         by_point: Dict[str, List[float]] = {}
+        marks: Dict[str, set] = {}
         extra: Dict[str, int] = {}
-        for have, pid, value in self.entries:
+        for have, pid, value, flags in self.entries:
             if all(k in have and _same(have[k], v) for k, v in dims.items()):
                 by_point.setdefault(pid, []).append(value)
+                marks.setdefault(pid, set()).update(flags)
                 extra[pid] = len(set(have) - set(dims))
         if not by_point:
             return None
@@ -292,7 +336,9 @@ class CellIndex:
         if len(best) > 1:
             raise AmbiguousCell(f"{len(best)} points match the cell {dims}; "
                                 "the layout must fix every dimension that varies")
-        return stats.median(by_point[best[0]])
+        found = marks[best[0]]
+        return Cell(stats.describe(by_point[best[0]], rate=self.rate),
+                    tuple(m for m in unclean_markers(True, True) if m in found))
 
 
 # --- layouts built from records ----------------------------------------------------------------

@@ -6,6 +6,10 @@ coarser: a metric's resolution is the unit of the last digit the benchmark print
 of the summary: 0.01 for IMB's ``0.42``), and no number is shown finer than that, so a mean of
 0.40, 0.42 and 0.43 (summary.csv's trimmed mean) reads ``0.42``, not ``0.4167``, and 3207.45 reads
 ``3207``. Values a program computed (a quotient, say) have no printed resolution: significant digits only.
+
+Every cell, in the standard tables and in the layouts of published studies alike, has one shape
+(:func:`interval_cell`): ``median [low–high] (n)`` and the markers of unclean runs after it;
+:func:`reading_notes` says how to read such cells under a table that has no legend of its own.
 """
 
 from __future__ import annotations
@@ -13,11 +17,27 @@ from __future__ import annotations
 import decimal
 import math
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Collection, Iterable, List, Optional, Sequence
+
+from commstack.stats import LEVEL, MIN_CI_SAMPLES
 
 SIGNIFICANT = 4
 # More digits than this at the largest value means the numbers were computed, not printed.
 MAX_PRINTED_DIGITS = 10
+
+OVERSUBSCRIBED, SUBRUN = "⚠ov", "⚠sub"
+MARKERS = {
+    OVERSUBSCRIBED: "oversubscribed: the job had more processes than cores, so ranks took turns "
+                    "on the cores; its times measure the oversubscription, not the configuration",
+    SUBRUN: "sub-run: IMB measured this smaller process count inside a larger job (its -npmin "
+            "steps); the job's other ranks were present and waiting, so it is not a run of that "
+            "size on its own",
+}
+
+
+def unclean_markers(oversubscribed: bool, subrun: bool) -> List[str]:
+    """The markers a number of such runs carries (``⚠sub``, ``⚠ov``), in the tables' order."""
+    return ([SUBRUN] if subrun else []) + ([OVERSUBSCRIBED] if oversubscribed else [])
 
 
 @dataclass(frozen=True)
@@ -103,6 +123,18 @@ def plain(value: float, significant: int = 6) -> str:
     return text
 
 
+def interval_cell(median: str, low: Optional[str], high: Optional[str], n: Optional[int],
+                  markers: Sequence[str] = ()) -> str:
+    """The shape of every cell, from its numbers already formatted: ``0.42 [0.38–0.48] (7)``,
+    ``0.42 (5)`` without an interval, markers (``⚠ov``) after."""
+    text = median
+    if low is not None and high is not None:
+        text += f" [{low}–{high}]"
+    if n is not None:
+        text += f" ({int(n)})"
+    return " ".join([text, *markers])
+
+
 def cell(center: Optional[float], low: Optional[float], high: Optional[float], n: Optional[int],
          res: Resolution, repeats: int = 0, markers: Sequence[str] = ()) -> str:
     """``0.42 [0.38–0.48] (7)``: the median, its 95 % interval (absent below six repeats: no
@@ -110,9 +142,25 @@ def cell(center: Optional[float], low: Optional[float], high: Optional[float], n
     ``repeats`` is kept for callers that pass it; every cell now shows its count."""
     if center is None or (isinstance(center, float) and math.isnan(center)):
         return "–"
-    text = res.format(center)
-    if low is not None and high is not None and not (isinstance(low, float) and math.isnan(low)):
-        text += f" [{res.format(low)}–{res.format(high)}]"
-    if n is not None:
-        text += f" ({int(n)})"
-    return " ".join([text, *markers])
+    bounded = low is not None and high is not None and not (
+        isinstance(low, float) and math.isnan(low))
+    return interval_cell(res.format(center), res.format(low) if bounded else None,
+                         res.format(high) if bounded else None, n, markers)
+
+
+def reading_notes(cells: int, without_interval: int, markers: Collection[str] = (),
+                  what: str = "repeats") -> List[str]:
+    """Sentences under a study's table: how its cells read, how many have no interval (fewer than
+    :data:`~commstack.stats.MIN_CI_SAMPLES` ``what``) and what each marker present means."""
+    level = f"{LEVEL * 100:g} %"
+    out = [f"A cell `median [{level} interval] (n)` is the median over the n {what} that "
+           f"succeeded and, in brackets, its distribution-free {level} confidence interval "
+           "(order statistics; no normality assumed)."]
+    if without_interval:
+        out.append(f"{without_interval} of {cells} such cells have fewer than {MIN_CI_SAMPLES} "
+                   f"{what} and show no interval: the interval needs {MIN_CI_SAMPLES} {what} "
+                   f"(the fewest whose range covers the median with {level}), so such a median "
+                   "is a single estimate, not a finding.")
+    for marker in sorted(markers):
+        out.append(f"`{marker}` {MARKERS[marker]}.")
+    return out

@@ -1,7 +1,9 @@
 """Print a campaign's records in the layout of a published file, and check a round trip.
 
 ``imports/<stem>.json`` (written by ``commstack import``) holds the layout of a published file;
-:func:`render_published` prints it again with every number taken from the campaign's records.
+:func:`render_published` prints it again with every number taken from the campaign's records, as
+the file printed it (the median alone); :func:`render_layout` prints any records in a layout,
+each cell with its interval and count unless asked for the published form.
 :func:`differences` compares two such texts table by table: labels and numbers must be equal,
 whitespace may differ.
 """
@@ -13,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
-from commstack.report.layout import CellIndex, Layout, render_markdown, render_text
+from commstack.report.layout import CellIndex, Layout, counted, render_markdown, render_text
+from commstack.report.numbers import reading_notes
 from commstack.store.campaign import Campaign
 from commstack.store.files import read_json
 from commstack.store.record import Record
@@ -45,15 +48,24 @@ def render_published(campaign_root: Path, stem: str, as_published: bool = True,
     layout = found[0].layout
     records = records if records is not None else list(Campaign(Path(campaign_root)).records())
     index = CellIndex.from_records(records, layout.metric)
-    return render_text(layout, index.lookup, as_published)
+    return render_text(layout, index.lookup, as_published, intervals=False)
 
 
 def render_layout(layout: Layout, records: List[Record], markdown: bool = False,
-                  as_published: bool = True) -> str:
+                  as_published: bool = True, intervals: bool = True) -> str:
+    """The records in ``layout``: MATLAB-style text, or Markdown tables; each cell ``median
+    [interval] (n)`` (``intervals=False``, text only: the median alone, as published)."""
     index = CellIndex.from_records(records, layout.metric)
     if markdown:
         return render_markdown(layout, index.lookup, as_published)
-    return render_text(layout, index.lookup, as_published)
+    return render_text(layout, index.lookup, as_published, intervals)
+
+
+def layout_notes(layout: Layout, records: List[Record], what: str = "repeats") -> List[str]:
+    """How the cells of ``layout`` printed from ``records`` read: the interval, the cells
+    without one (fewer than 6 ``what``), the markers present."""
+    cells, without, markers = counted(layout, CellIndex.from_records(records, layout.metric).lookup)
+    return reading_notes(cells, without, markers, what) if cells else []
 
 
 # --- round trip -------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ with its 95 % interval over the repeats and their count (:mod:`commstack.stats`)
 Rows that are not clean runs never share a table with clean ones: rows of oversubscribed jobs
 (more processes than cores) and IMB's sub-runs (a smaller process count measured inside a larger
 job, whose other ranks still hold cores) get tables of their own, titled as such, and every cell
-of those carries its marker (:data:`MARKERS`)."""
+of those carries its marker (:data:`commstack.report.numbers.MARKERS`)."""
 
 from __future__ import annotations
 
@@ -16,20 +16,11 @@ import pandas as pd
 from commstack.aggregate import SUMMARY_FIELDS
 from commstack.benchmarks import registry
 from commstack.markdown_table import table
-from commstack.report.numbers import Resolution, cell
+from commstack.report.numbers import Resolution, cell, unclean_markers
 from commstack.store.record import Record
 
 # Parameters that never label a line (constant by construction or not a knob).
 _NOT_LABELS = {*SUMMARY_FIELDS, *registry.all_row_keys(), "subrun_of", "label"}
-
-OVERSUBSCRIBED, SUBRUN = "⚠ov", "⚠sub"
-MARKERS: Dict[str, str] = {
-    OVERSUBSCRIBED: "oversubscribed: the job had more processes than cores, so ranks took turns "
-                    "on the cores; its times measure the oversubscription, not the configuration",
-    SUBRUN: "sub-run: IMB measured this smaller process count inside a larger job (its -npmin "
-            "steps); the job's other ranks were present and waiting, so it is not a run of that "
-            "size on its own",
-}
 
 
 @dataclass(frozen=True)
@@ -44,8 +35,7 @@ class Condition:
         return not self.oversubscribed and not self.subrun_of
 
     def markers(self) -> List[str]:
-        return ([SUBRUN] if self.subrun_of else []) + ([OVERSUBSCRIBED] if self.oversubscribed
-                                                       else [])
+        return unclean_markers(self.oversubscribed, bool(self.subrun_of))
 
     def describe(self) -> str:
         parts = []

@@ -5,6 +5,8 @@ campaign: tune-local
 base:                      # everything a matrix has except the axes
   benchmark: imb-mpi1
   repeats: 5
+  order: shuffled          # of the points within a repeat, in every step and verify sweep
+  seed: 42                 # of that order (default: derived from each step campaign's name)
   stacks: {...}
   parameters: {msglog: "0:16", npmin: 4, mca.pml: ucx}
 cases:                     # each combination is tuned on its own (like the study's 48 cases)
@@ -66,12 +68,15 @@ from commstack.benchmarks import registry
 from commstack.matrix import parameters as P
 from commstack.matrix import settings as S
 from commstack.matrix.expand import matches
+from commstack.matrix.load import check_matrix_keys
 from commstack.matrix.model import MatrixError
 from commstack.tune.decide import Rule
 from commstack.yaml_errors import one_line
 
 BASE_KEYS = {"benchmark", "repeats", "timeout", "stacks", "parameters", "description",
-             "node_type"}
+             "node_type", "order", "seed"}
+# Keys of `base` every sweep of the tuner inherits as they are and a matrix validates alike.
+RUN_ORDER_KEYS = ("order", "seed")
 STEP_KEYS = ("name", "product", "zip", "per", "multi_node_only", "when", "node_type")
 TEMPLATE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -227,6 +232,7 @@ def load_plan(path: Path) -> TunePlan:
                           f"; expected {', '.join(sorted(BASE_KEYS))}")
     if "benchmark" not in base or "stacks" not in base:
         raise MatrixError(f"{path}: base: needs `benchmark` and `stacks`")
+    check_matrix_keys(path, base, RUN_ORDER_KEYS, "base")
     steps = []
     for i, raw in enumerate(data.get("steps") or []):
         extra = set(raw) - set(STEP_KEYS)

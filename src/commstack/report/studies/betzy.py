@@ -3,6 +3,10 @@
 * imported files (``commstack import``): each file's tables printed again from the records, as
   published in ``report/<file stem>.md``, with corrected labels and notes in the report;
 * swept cartex campaigns: "chosen results"-style tables (rows executables, columns hXfY).
+
+In the report every cell reads as the standard tables' do, ``median [95 % interval] (n)`` with
+the markers of unclean runs (published values: one number, ``(1)``); only the file printed again
+as published has the medians alone, since it must equal the published file.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 from typing import List
 
 from commstack.report.layout import AmbiguousCell, auto_layout
-from commstack.report.published import imported_layouts, render_layout
+from commstack.report.published import imported_layouts, layout_notes, render_layout
 from commstack.report.studies.base import Context, Study
 from commstack.store.files import replace
 
@@ -20,7 +24,7 @@ def published_tables(context: Context) -> List[str]:
     lines: List[str] = []
     for item in imported_layouts(campaign.root):
         source = item.layout.source
-        text = render_layout(item.layout, records, as_published=True)
+        text = render_layout(item.layout, records, as_published=True, intervals=False)
         replace(context.out_dir / f"{item.stem}.md",
                 (f"<!-- printed by commstack from the records of {campaign.machine}/"
                  f"{campaign.name}, in the layout of {source.get('file')} -->\n\n"
@@ -32,7 +36,9 @@ def published_tables(context: Context) -> List[str]:
                   f"records in the published layout: [{item.stem}.md]({item.stem}.md).", ""]
         lines += [f"- {n}" for n in item.info.get("notes", [])]
         lines += [f"- corrected: {n}" for n in item.info.get("corrections", [])]
-        lines += ["", render_layout(item.layout, records, markdown=True, as_published=False)]
+        lines += ["", "Published values are one number per cell (n = 1: the study ran each "
+                  "configuration once). " + " ".join(layout_notes(item.layout, records)),
+                  "", render_layout(item.layout, records, markdown=True, as_published=False)]
     return lines
 
 
@@ -46,9 +52,9 @@ def cartex_tables(context: Context) -> List[str]:
     except AmbiguousCell as exc:
         return ["", "## Halo exchange tables", "", f"Not printed: {exc}."]
     return ["", "## Halo exchange tables (Betzy layout)", "",
-            f"{layout.unit}, median over repeats (its 95 % interval is in the tables per "
-            "configuration below); rows executables, columns hXfY = halo X, "
-            "fields Y.", "", text]
+            f"{layout.unit}; rows executables, columns hXfY = halo X, fields Y; numbers with 5 "
+            "significant digits, as the published tables. "
+            + " ".join(layout_notes(layout, records)), "", text]
 
 
 PUBLISHED = Study("betzy-published", lambda c: any(r.imported for r in c.records),

@@ -13,6 +13,11 @@ Performance on Recent Supercomputing Systems" (LBNL, 2022).
   repeated runs; with the ratio to the first GASNet-EX configuration (the paper: MPI RMA /
   GASNet-EX), or to the first configuration when there is no GASNet-EX run.
 
+Beside each of the paper's numbers (a maximum or minimum over the runs) stands what every
+number of commstack shows, the runs' median with its 95 % interval and count
+(:func:`commstack.report.numbers.interval_cell`), and after the number the markers of unclean
+runs (``⚠ov``, ``⚠sub``).
+
 Configurations are what varies between the points (stack, fabric, ...). The paper's figure puts
 three benchmarks side by side: run each as its own campaign and report them together
 (``commstack report GASNET_CAMPAIGN --with RMA_CAMPAIGN --with UNIBAND_CAMPAIGN``).
@@ -22,12 +27,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from commstack import stats
 from commstack.benchmarks.registry import BENCHMARKS
 from commstack.figures import Figure, figures, varying
 from commstack.markdown_table import table
 from commstack.report.drawing import pyplot
+from commstack.report.numbers import interval_cell, reading_notes, unclean_markers
 from commstack.report.studies.base import Context, Study
 from commstack.store.record import Record
 
@@ -56,6 +63,8 @@ class Series:
     runs: int
     library: str = MPI  # MPI or GASNet-EX
     ranges: Dict[int, Tuple[float, float]] = field(default_factory=dict)  # bytes -> min, max
+    centers: Dict[int, stats.Center] = field(default_factory=dict)  # bytes -> the runs' median
+    markers: Dict[int, Tuple[str, ...]] = field(default_factory=dict)  # bytes -> ⚠ov, ⚠sub
 
     @property
     def label(self) -> str:
@@ -70,8 +79,9 @@ def _config_labels(figs: List[Figure]) -> Dict[int, str]:
 
 
 def _series(records: List[Record], metric: str, mode: str, ops: Dict[str, Tuple[str, str]],
-            best=max, scale=lambda v: v) -> List[Series]:
-    """ops: row benchmark -> (library, operation). GASNet-EX rows: node 0, the first initiator."""
+            best=max, scale=lambda v: v, rate: bool = False) -> List[Series]:
+    """ops: row benchmark -> (library, operation). GASNet-EX rows: node 0, the first initiator.
+    ``rate``: the metric is a rate (its median of an even count: harmonic)."""
     figs = [f for f in figures(records, metric)
             if f.row.get("benchmark") in ops and f.row.get("mode", mode) == mode
             and f.row.get("bytes") is not None and f.row.get("node", 0) == 0]
@@ -83,6 +93,8 @@ def _series(records: List[Record], metric: str, mode: str, ops: Dict[str, Tuple[
         series = out.setdefault(key, Series(key[1], op, {}, len(f.samples), library))
         series.points[int(f.row["bytes"])] = scale(best(f.samples))
         series.ranges[int(f.row["bytes"])] = (scale(min(f.samples)), scale(max(f.samples)))
+        series.centers[int(f.row["bytes"])] = stats.describe([scale(v) for v in f.samples], rate)
+        series.markers[int(f.row["bytes"])] = tuple(unclean_markers(f.oversubscribed, f.subrun))
         series.runs = min(series.runs, len(f.samples))
     return sorted(out.values(), key=lambda s: (s.library != GASNET, s.config, s.op))
 
@@ -94,9 +106,9 @@ def _ops(library: str, names: Dict[str, str]) -> Dict[str, Tuple[str, str]]:
 def bandwidth(records: List[Record]) -> List[Series]:
     """Max-over-runs flood bandwidth in GiB/s per library, configuration and operation."""
     ops = {**_ops(GASNET, GASNET_BANDWIDTH), **_ops(MPI, RMA)}
-    rma = _series(records, "mbytes_per_s", "aggregate", ops, max, mbytes_to_gib)
+    rma = _series(records, "mbytes_per_s", "aggregate", ops, max, mbytes_to_gib, rate=True)
     mp = _series(records, "mbytes_per_s", "aggregate", _ops(MPI, MESSAGE_PASSING), max,
-                 mbytes_to_gib)
+                 mbytes_to_gib, rate=True)
     return rma + mp
 
 
@@ -159,6 +171,9 @@ def baseline_name(series: List[Series]) -> str:
     return _name(*_configurations(series)[0], series)
 
 
+RUNS = "runs: median [95 % interval] (n)"
+
+
 def latency_table(series: List[Series], size: int = LATENCY_BYTES) -> List[str]:
     configs = _configurations(series)
     by = {(s.library, s.config, s.op): s for s in series}
@@ -167,22 +182,36 @@ def latency_table(series: List[Series], size: int = LATENCY_BYTES) -> List[str]:
     for library, config in configs:
         cells = []
         for op in ("Put", "Get"):
-            value = _at(by.get((library, config, op)), size)
+            mine = by.get((library, config, op))
+            value = _at(mine, size)
             ref = _at(by.get((*base, op)), size)
-            cells += [f"{_microseconds(value)} μs" if value is not None else "n/a",
-                      _runs_range(by.get((library, config, op)), size),
+            marks = list(mine.markers.get(size, ())) if mine else []
+            cells += [" ".join([f"{_microseconds(value)} μs", *marks]) if value is not None
+                      else "n/a",
+                      _runs(mine, size, _microseconds),
                       f"{value / ref:.2f}" if value is not None and ref else "n/a"]
         rows.append([_name(library, config, series), *cells])
-    return table(["configuration", f"{size}-byte RMA Put latency", "runs [μs]", "ratio",
-                  f"{size}-byte RMA Get latency", "runs [μs]", "ratio"], rows, align="lrrrrrr")
+    return table(["configuration", f"{size}-byte RMA Put latency", f"{RUNS} [μs]", "ratio",
+                  f"{size}-byte RMA Get latency", f"{RUNS} [μs]", "ratio"], rows,
+                 align="lrrrrrr")
 
 
-def _runs_range(series: Optional[Series], size: int) -> str:
-    """``0.36–0.52``: the range of the runs behind a minimum."""
-    if series is None or size not in series.ranges:
+def _runs(series: Optional[Series], size: int, fmt: Callable[[float], str]) -> str:
+    """``0.41 [0.37–0.52] (16)``: the runs' median with its interval and count, beside the
+    paper's maximum or minimum over the same runs."""
+    if series is None or size not in series.centers:
         return "n/a"
-    low, high = series.ranges[size]
-    return f"{_microseconds(low)}–{_microseconds(high)}"
+    c = series.centers[size]
+    return interval_cell(fmt(c.median), fmt(c.low) if c.has_interval else None,
+                         fmt(c.high) if c.has_interval else None, c.n)
+
+
+def notes(cells: Sequence[Tuple[Series, int]]) -> List[str]:
+    """How the runs' cells of a table (each a series at a size) read: the interval, the cells
+    without one, the markers present."""
+    centers = [s.centers[b] for s, b in cells if b in s.centers]
+    marks = {m for s, b in cells for m in s.markers.get(b, ())}
+    return reading_notes(len(centers), sum(not c.has_interval for c in centers), marks, "runs")
 
 
 def _microseconds(value: float) -> str:
@@ -213,20 +242,34 @@ def ratio_ranges(series: List[Series]) -> List[str]:
     return out
 
 
+def _gib(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _peak(series: Series) -> Optional[int]:
+    """The smallest size at which the series reaches its maximum (None: no size above 0)."""
+    sizes = sorted(b for b in series.points if b > 0)
+    if not sizes:
+        return None
+    peak = max(series.points[b] for b in sizes)
+    return next(b for b in sizes if series.points[b] == peak)
+
+
 def saturation(series: List[Series]) -> List[str]:
     rows: List[List[object]] = []
     gasnet = any(s.library == GASNET for s in series)
     for s in series:
-        sizes = sorted(b for b in s.points if b > 0)
-        if not sizes:
+        at = _peak(s)
+        if at is None:
             continue
-        peak = max(s.points[b] for b in sizes)
-        at = next(b for b in sizes if s.points[b] == peak)
-        first = next(b for b in sizes if s.points[b] >= 0.9 * peak)
+        peak = s.points[at]
+        first = next(b for b in sorted(s.points) if b > 0 and s.points[b] >= 0.9 * peak)
         op = f"{s.library} {s.op}" if gasnet else s.op
-        rows.append([s.config, op, f"{peak:.3f}", at, first])
+        rows.append([s.config, op, " ".join([_gib(peak), *s.markers.get(at, ())]), at,
+                     _runs(s, at, _gib), first])
     return table(["configuration", "operation", "max [GiB/s]", "at [bytes]",
-                  "90 % of max from [bytes]"], rows, align="llrrr")
+                  f"{RUNS} at that size [GiB/s]", "90 % of max from [bytes]"], rows,
+                 align="llrrrr")
 
 
 def gasnet_section(records: List[Record], out_dir: Path) -> Tuple[List[str], List[Path]]:
@@ -243,15 +286,19 @@ def gasnet_section(records: List[Record], out_dir: Path) -> Tuple[List[str], Lis
         pngs.append(png)
         lines += [f"Uni-directional flood bandwidth (GASNet-EX testlarge MiB/s, IMB \"Aggregate\" "
                   f"timings MB/s) in GiB/s (2^30 B/s); each point the maximum over "
-                  f"{min(s.runs for s in bw)} runs (the plot's band: their range).", "",
+                  f"{min(s.runs for s in bw)} runs, as the paper (the plot's band: their "
+                  "range); in the table beside the maximum, the runs' median at that size.", "",
                   f"![flood bandwidth]({png.name})", ""]
         lines += saturation(bw)
+        peaks = [(s, _peak(s)) for s in bw]
+        lines += ["", " ".join(notes([(s, b) for s, b in peaks if b is not None]))]
     if lat:
         lines += ["", f"Round-trip latency of {LATENCY_BYTES}-byte RMA accesses (GASNet-EX "
                   f"testsmall blocking Put/Get, IMB-RMA \"Non-aggregate\" timings), minimum over "
-                  f"{min(s.runs for s in lat)} runs (runs: their range); "
-                  f"ratio: configuration / {baseline_name(lat)}.",
+                  f"{min(s.runs for s in lat)} runs, as the paper, with the runs' median beside "
+                  f"it; ratio (of the minima): configuration / {baseline_name(lat)}.",
                   ""] + latency_table(lat)
+        lines += ["", " ".join(notes([(s, LATENCY_BYTES) for s in lat]))]
         ranges = ratio_ranges(lat)
         if ranges:
             lines += [""] + ranges

@@ -6,43 +6,19 @@ its campaign, with its transport evidence (:mod:`commstack.report.slow_stack`)."
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import List, Optional
 
 from commstack.report import guidelines, slow_stack, sync_method
 from commstack.report.studies.base import Context, Study
-from commstack.store.record import Record, RecordError
-
-MAX_OUTPUT = 256 * 2 ** 20  # a run's stdout read for ReproMPI's per-call samples, at most
-
-
-def _folder(context: Context, record: Record) -> Path:
-    return context.campaign.point_dir(record.point_id) / f"rep{record.repeat}.try{record.attempt}"
-
-
-def _rows(context: Context, record: Record) -> List[dict]:
-    """The record's rows, read again from its record.json (the report keeps none of them)."""
-    if record.parsed:
-        return record.parsed
-    try:
-        return Record.load(_folder(context, record) / "record.json").parsed
-    except (OSError, RecordError):
-        return []
+from commstack.store.record import Record
 
 
 def _output(context: Context, record: Record) -> Optional[str]:
-    path = _folder(context, record) / (record.stdout or "stdout.txt")
-    try:
-        if path.stat().st_size > MAX_OUTPUT:
-            return None
-        return path.read_text(errors="replace")
-    except OSError:
-        return None
+    return guidelines.stored_output(context.campaign, record)
 
 
 def _section(context: Context) -> List[str]:
-    return guidelines.section(context.swept, lambda r: _output(context, r),
-                              lambda r: _rows(context, r))
+    return guidelines.campaign_section(context.campaign, context.swept)
 
 
 def _sync_section(context: Context) -> List[str]:
