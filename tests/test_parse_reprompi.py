@@ -148,3 +148,30 @@ def test_options_are_given_with_equals_signs():
     # an empty value leaves the option out (barrier points of a zip with window sizes)
     assert registry.get("reprompi").argv({"proc_sync": "MPI_Barrier", "window_size": ""}) == \
         ["mpibenchmark", "--proc-sync=MPI_Barrier"]
+
+
+def test_a_call_stores_one_block_per_kind_of_row_whatever_the_window_keeps():
+    """Under load, window synchronisation keeps 0, a few or all calls of a size, in any order of
+    sizes: a record's table stores one block per kind of row (every value; too few calls for an
+    interval; no valid call), not one per alternation (a CI run's record grew to 7.8 KB)."""
+    from commstack.store.record import rows_table
+
+    text = (FIXTURES / "reprompi/openmpi-4.1.4/window-v-bcast-np2.out").read_text()
+    header = [line for line in text.splitlines() if line.startswith("#")]
+    columns = next(line for line in text.splitlines() if line.startswith("process"))
+    sizes = [2 ** k for k in range(3, 15)]
+    header = [line for line in header if not line.startswith("#\t")]
+    header.insert(header.index("#Message sizes:") + 1, "\n".join(f"#\t{s}" for s in sizes))
+    keep = [10, 3, 10, 0, 2, 10, 0, 10, 4, 10, 1, 10]  # valid calls per size, alternating kinds
+    rows = []
+    for process in (0, 1):
+        for size, kept in zip(sizes, keep):
+            for rep in range(10):
+                start = 0.001 + rep * 0.0002 + size * 1e-9
+                rows.append(f"{process:7d} {'MPI_Bcast':>50} {rep:10d} {size:12d} "
+                            f"{0 if rep < kept else 1:10d} {start:14.10f} {start + 2e-6:14.10f} "
+                            f"{start:14.10f} {start + 2e-6:14.10f}")
+    output = parse_reprompi("\n".join(header + [columns] + rows) + "\n")
+    assert [r["valid"] for r in output.rows] == sorted(keep, key=lambda k: (k == 0, 0 < k < 6))
+    assert [r["bytes"] for r in output.rows if r["valid"] == 10] == [8, 32, 256, 1024, 4096, 16384]
+    assert len(rows_table(output.rows)["blocks"]) == 3

@@ -29,7 +29,8 @@ One row per call and message size: ``benchmark`` (the call, e.g. ``MPI_Bcast``),
 ``valid`` (calls kept), the median per-call run-time ``t_med_us`` with its distribution-free
 95 % interval ``t_low_us``..``t_high_us`` (``commstack.stats.describe``; None below 6 calls),
 and with ``-v`` ``start_skew_med_us`` (None otherwise; the times are None where no call was
-valid), at 4 significant digits; rows call by call (sizes without a valid call last). Minimum,
+valid), at 4 significant digits; rows call by call, within a call the sizes with every value
+first, then those with too few valid calls for an interval, then those with none. Minimum,
 maximum and the global run-times (``-v``) are in :func:`samples`; ``--summary`` rows carry
 ReproMPI's own ``t_avg_us``, ``t_med_us``, ``t_min_us``, ``t_max_us``. The per-call samples
 stay in the run's ``stdout.txt`` (the record's raw output), where :func:`samples` reads them
@@ -113,10 +114,11 @@ def parse_reprompi(text: str) -> Output:
         first = {}  # calls in the order they first appear, each call's sizes in order
         for one in found:
             first.setdefault(one.call, len(first))
-        # calls with no valid call (None times) after the others of their call: one more block,
-        # not one per such row
-        rows = [_row(one) for one in sorted(found, key=lambda o: (first[o.call], not o.local,
-                                                                   o.count))]
+        # Within a call, rows with the same missing values together (all times; too few valid
+        # calls for an interval; none valid), each group in size order: a record stores one
+        # block per such group, not one per alternation (under load, many sizes keep 1-5 calls).
+        rows = sorted((_row(one) for one in found),
+                      key=lambda r: (first[r["benchmark"]], _missing(r), r["count"]))
         out_of_window = sum(one.measured - len(one.local) for one in found)
         if out_of_window:
             notes.append(f"{out_of_window} of {sum(one.measured for one in found)} calls started "
@@ -309,6 +311,12 @@ def _row(s: Samples) -> dict:
                t_high_us=_us(center.high) if center else None,
                start_skew_med_us=_us(stats.median(s.start_skew)) if s.start_skew else None)
     return row
+
+
+def _missing(row: dict) -> Tuple[int, Tuple[str, ...]]:
+    """How many values of the row are missing, and which (rows with all of them first)."""
+    keys = tuple(sorted(k for k, v in row.items() if v is None))
+    return len(keys), keys
 
 
 def _us(seconds: Optional[float]) -> Optional[float]:
