@@ -133,6 +133,9 @@ def test_every_enabled_record_names_ucc_and_disabled_ones_do_not(sweep):
                                          f"{evidence.VERBOSE_VAR}=3; ok, exit 0)")
         assert used["source"].endswith(evidence.SOURCE)
         assert json.loads((sweep / where / "evidence.json").read_text())["components_used"] == used
+        # Each rank's stderr in a file of its own (mpirun --output-filename): the lines the
+        # components are read from cannot cut into each other.
+        assert len(list((sweep / where / "ranks").glob("*/rank.*/stderr"))) == rec["ranks"]
         if rec["params"]["mca.coll_ucc_enable"] == 1:
             assert used["asked"] == ["ucc"] and used["not_used"] == []
             assert all(used["collectives"][c] == ["ucc"] for c in COLLECTIVES), used

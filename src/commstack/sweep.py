@@ -16,6 +16,7 @@ resumed sweep takes the same decisions.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import signal
@@ -487,10 +488,13 @@ def _evidence_run(campaign: Campaign, session: Path, prepared: PreparedPoint,
     assert prepared.evidence is not None
     folder = campaign.point_dir(prepared.point.id) / "evidence" / session.name
     folder.mkdir(parents=True, exist_ok=True)
+    flavour = flavours.get(prepared.stack.flavour)
     command = prepared.evidence.placed(folder)
+    command = dataclasses.replace(command, argv=flavour.evidence_argv(command.argv, folder))
     stdout, stderr = folder / "stdout.txt", folder / "stderr.txt"
     outcome = runner.run(command, stdout, stderr, timeout, cwd=folder)
-    used = _components_used(prepared, command, stderr.read_text(errors="replace"))
+    text = flavour.evidence_stderr(folder, stderr.read_text(errors="replace"))
+    used = _components_used(prepared, command, text)
     if used is not None:
         where = f"points/{prepared.point.id}/evidence/{session.name}"
         added = " ".join(f"{k}={v}" for k, v in sorted(prepared.evidence.env.items())

@@ -7,6 +7,7 @@ and return plain values, so this package imports nothing else of commstack.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 # block: consecutive ranks fill one NUMA domain first; cyclic: round-robin over NUMA domains.
@@ -142,6 +143,17 @@ class Flavour:
     def ucx_evidence(self, env: Dict[str, str], conduit: Optional[str] = None) -> Optional[str]:
         """Why a run with this environment must have used UCX (it fails without), or None."""
         return None
+
+    def evidence_argv(self, argv: Sequence[str], folder: Path) -> List[str]:
+        """The evidence run's command line: where the launcher can keep each rank's output
+        apart under ``folder`` (lines the ranks write into one stream can cut into each other),
+        the option that does it; unchanged otherwise."""
+        return list(argv)
+
+    def evidence_stderr(self, folder: Path, combined: str) -> str:
+        """The evidence run's stderr as the components are read from it: the ranks' own files
+        one after the other where ``evidence_argv`` made them, else ``combined``."""
+        return combined
 
     def evidence_env(self, env: Dict[str, str]) -> Dict[str, str]:
         """Variables that make the MPI name the component serving each collective, for a point

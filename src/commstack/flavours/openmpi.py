@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from commstack import bounds
 from commstack.flavours import ompi_coll_evidence, ompi_coll_rules
 from commstack.flavours.base import (
     COMMON_FAMILIES,
@@ -45,6 +47,24 @@ class OpenMPI(Flavour):
         (ompi_coll_rules)."""
         return ompi_coll_rules.launch_files(env, ranks)
 
+    def evidence_argv(self, argv: Sequence[str], folder: Path) -> List[str]:
+        """mpirun's ``--output-filename DIR`` (Open MPI 4.x): each rank's stdout and stderr in
+        DIR/<job>/rank.<N>/, so coll_ucc_verbose lines of different ranks cannot cut into each
+        other (through mpirun's one stream they did: a cut "[vm:1234" + "5] ..." read as a fifth
+        process). Not for srun, which launches the ranks itself."""
+        argv = list(argv)
+        if argv and Path(argv[0]).name.startswith("mpirun") and "--output-filename" not in argv:
+            argv[1:1] = ["--output-filename", str(folder.resolve() / RANK_OUTPUT)]
+        return argv
+
+    def evidence_stderr(self, folder: Path, combined: str) -> str:
+        ranks = sorted((folder / RANK_OUTPUT).glob("*/rank.*/stderr"),
+                       key=lambda p: (p.parent.parent.name, _rank(p.parent.name)))
+        if not ranks:
+            return combined
+        return "".join(bounds.read_text(p, bounds.MAX_OUTPUT_BYTES, "a rank's stderr",
+                                        errors="replace") for p in ranks)
+
     def evidence_env(self, env: Dict[str, str]) -> Dict[str, str]:
         """coll_ucc_verbose=3 when the run touches the coll framework (ompi_coll_evidence); set
         only in the point's separate evidence run, never in its timed runs."""
@@ -81,6 +101,15 @@ class OpenMPI(Flavour):
         args = list(placement.args)
         argv += _overloaded(args) if req.oversubscribed else args
         return argv + ["--report-bindings"]
+
+
+RANK_OUTPUT = "ranks"  # the evidence folder's subfolder for --output-filename
+
+
+def _rank(name: str) -> int:
+    """rank.<N> -> N (a name of another form last)."""
+    number = name.rpartition(".")[2]
+    return int(number) if number.isdigit() and len(number) < 9 else 1 << 30
 
 
 def _overloaded(args: List[str]) -> List[str]:
