@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 
 from commstack import flavours
 from commstack.benchmarks.registry import Benchmark
-from commstack.flavours import Flavour, FlavourError, Placement, Request, RunFile
+from commstack.flavours import Flavour, FlavourError, Placement, Request, RunFile, ucc_tune
 from commstack.launch.stack import ResolvedStack, apply_env
 from commstack.machine import Machine
 from commstack.matrix import parameters as P
@@ -87,6 +87,7 @@ def launch_files(point: Point, flavour: Flavour, ranks: int, env: Dict[str, str]
                  ) -> Tuple[Dict[str, str], Tuple[RunFile, ...]]:
     """The flavour's environment as launched and the files it reads (Flavour.launch_files)."""
     try:
+        ucc_tune.check_env(env)  # UCC reads it whichever MPI loads UCC
         return flavour.launch_files(env, ranks)
     except FlavourError as exc:
         raise LaunchError(f"point {point.id}: {exc}") from None
