@@ -93,6 +93,13 @@ def test_values_ucc_takes_pass(value):
     ucc_tune.check_env({ucc_tune.VARIABLE: value})
 
 
+def test_only_a_per_size_value_gets_a_note():
+    assert ucc_tune.notes({ucc_tune.VARIABLE: "allreduce:0"}) == []
+    assert ucc_tune.notes({}) == [] == ucc_tune.notes({ucc_tune.VARIABLE: ""})
+    (note,) = ucc_tune.notes({ucc_tune.VARIABLE: WRITTEN})
+    assert "could not be checked" in note and "\n" not in note
+
+
 def test_a_bad_value_stops_the_run_before_anything_is_launched(tmp_path):
     bin_dir = launcher_stand_ins(tmp_path / "bin")
     (bin_dir / "IMB-MPI1").symlink_to(shutil.which("true"))
@@ -226,6 +233,8 @@ def test_the_tuner_verifies_the_per_size_value_and_exports_what_it_ran(ucc_bin, 
     assert len(runs) == 3 and all(r["status"] == "ok" for r in runs)
     for rec in runs:
         assert rec["env"][ucc_tune.VARIABLE] == WRITTEN and "UCC_COLL_TRACE" not in rec["env"]
+        assert any(n.startswith(f"UCC_TL_UCP_TUNE={WRITTEN!r} chooses") and
+                   "could not be checked" in n for n in rec["notes"]), rec["notes"]
         used = rec["components_used"]  # coll/ucc's own verbose output, from the evidence run
         assert used["collectives"]["allreduce"] == ["ucc"] and used["not_used"] == []
     summary = json.loads((case / "tuned" / "decision.json").read_text())

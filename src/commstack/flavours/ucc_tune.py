@@ -185,3 +185,17 @@ def per_size(pieces: List[Tuple[Optional[str], int, Optional[int]]]) -> Optional
     text = "#".join(out)
     check(text)
     return text
+
+
+def notes(env: Dict[str, str]) -> List[str]:
+    """What a run's record says of a per-size ``UCC_TL_UCP_TUNE`` (one with message ranges)."""
+    value = env.get(VARIABLE, "")
+    try:
+        per_size_value = any("ranges" in t for t in check(value)) if value.strip() else False
+    except ValueError:
+        return []
+    if not per_size_value:
+        return []
+    return [f"{VARIABLE}={value!r} chooses TL/UCP algorithms per message size; which algorithm "
+            "served each call could not be checked (UCC 1.3.0 names the TL per call, never the "
+            "algorithm; its score map at UCC_LOG_LEVEL=info shows the ranges)"]

@@ -54,8 +54,9 @@ class LaunchCommand:
         return dataclasses.replace(self, env=env)
 
     def notes(self) -> List[str]:
-        """What the record says of the files this command launched with."""
-        return [item.note for item in self.files if item.note]
+        """What the record says of the files this command launched with, and of a per-size
+        UCC_TL_UCP_TUNE in its environment."""
+        return [item.note for item in self.files if item.note] + ucc_tune.notes(self.env)
 
     def full_env(self) -> Dict[str, str]:
         return apply_env(os.environ, self.env, self.prepends)

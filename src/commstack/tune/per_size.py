@@ -5,8 +5,9 @@ Where a tuning step sweeps one collective-algorithm parameter and its bands
 corrected test finds it better than the incumbent) name more than one algorithm, the tuned value
 says which algorithm serves which sizes. Each band covers its measured sizes and the sizes up to
 the next band's first one (UCC's ranges end at that size itself, see below); the incumbent's
-ranges keep its value (the MPI's own selection when the incumbent is unset). The verify sweep then measures that one value against the default like
-any other tuned setting, and the tuning exports it.
+ranges keep its value (the MPI's own selection when the incumbent is unset). The verify sweep
+then measures that one value against the default like any other tuned setting, and the tuning
+exports it.
 
 * Intel MPI, ``I_MPI_ADJUST_<OP>``: Intel MPI's own per-size syntax (Intel MPI Library Developer
   Reference, "I_MPI_ADJUST Family Environment Variables":
