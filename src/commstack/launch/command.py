@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 
 from commstack import flavours
 from commstack.benchmarks.registry import Benchmark
-from commstack.flavours import Flavour, FlavourError, Placement, Request, RunFile
+from commstack.flavours import Flavour, FlavourError, Placement, Request, RunFile, ucc_tune
 from commstack.launch.stack import ResolvedStack, apply_env
 from commstack.machine import Machine
 from commstack.matrix import parameters as P
@@ -54,8 +54,9 @@ class LaunchCommand:
         return dataclasses.replace(self, env=env)
 
     def notes(self) -> List[str]:
-        """What the record says of the files this command launched with."""
-        return [item.note for item in self.files if item.note]
+        """What the record says of the files this command launched with, and of a per-size
+        UCC_TL_UCP_TUNE in its environment."""
+        return [item.note for item in self.files if item.note] + ucc_tune.notes(self.env)
 
     def full_env(self) -> Dict[str, str]:
         return apply_env(os.environ, self.env, self.prepends)
@@ -87,6 +88,7 @@ def launch_files(point: Point, flavour: Flavour, ranks: int, env: Dict[str, str]
                  ) -> Tuple[Dict[str, str], Tuple[RunFile, ...]]:
     """The flavour's environment as launched and the files it reads (Flavour.launch_files)."""
     try:
+        ucc_tune.check_env(env)  # UCC reads it whichever MPI loads UCC
         return flavour.launch_files(env, ranks)
     except FlavourError as exc:
         raise LaunchError(f"point {point.id}: {exc}") from None

@@ -4,9 +4,10 @@ Where a tuning step sweeps one collective-algorithm parameter and its bands
 (:func:`commstack.tune.decide.decide`: the best candidate per run of message sizes, only where a
 corrected test finds it better than the incumbent) name more than one algorithm, the tuned value
 says which algorithm serves which sizes. Each band covers its measured sizes and the sizes up to
-the next band's first one; the incumbent's ranges keep its value (the MPI's own selection when
-the incumbent is unset). The verify sweep then measures that one value against the default like
-any other tuned setting, and the tuning exports it.
+the next band's first one (UCC's ranges end at that size itself, see below); the incumbent's
+ranges keep its value (the MPI's own selection when the incumbent is unset). The verify sweep
+then measures that one value against the default like any other tuned setting, and the tuning
+exports it.
 
 * Intel MPI, ``I_MPI_ADJUST_<OP>``: Intel MPI's own per-size syntax (Intel MPI Library Developer
   Reference, "I_MPI_ADJUST Family Environment Variables":
@@ -18,10 +19,13 @@ any other tuned setting, and the tuning exports it.
   as coll/tuned's dynamic rules file (:mod:`commstack.flavours.ompi_coll_rules`, which says for
   which collectives and how sizes are counted; a collective it refuses keeps the step's single
   winner, as do algorithms given by name).
-
-UCC's ``UCC_TL_UCP_TUNE`` has a per-size form too (openucx/ucc ``docs/user_guide.md``:
-``allreduce:0-4k:@0#allreduce:4k-inf:@1``); no plan sweeps a UCC algorithm, so it is not written
-(see README "Tuning").
+* UCC, ``env.UCC_TL_UCP_TUNE`` with one single-algorithm token per candidate
+  (``allreduce:@knomial``, ``allreduce:@1``): UCC's own per-size form (openucx/ucc
+  ``docs/user_guide.md``), one token per band with its message range inserted after the
+  collective, ``allreduce:0-1024:@0#allreduce:1024-inf:@1``. A range ends at the next band's
+  first size: UCC gives a size two ranges share to the upper one
+  (:mod:`commstack.flavours.ucc_tune`, which says why and for which collectives). Where the
+  incumbent is unset its ranges get no token (UCC's own selection there).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Dict, List, Optional
 
-from commstack.flavours import ompi_coll_rules
+from commstack.flavours import ompi_coll_rules, ucc_tune
 
 INTEL_ALGORITHM = re.compile(r"^I_MPI_ADJUST_[A-Z_]+$")
 LARGEST = 2147483647  # the upper end of the last range: Intel MPI reads sizes as int
@@ -82,9 +86,27 @@ def ompi_ranges(bands: List[Dict[str, Any]], axis: str, incumbent: Any) -> Optio
     return _ranges(bands, axis, default, lambda low: f"{low}-")
 
 
+def ucc_ranges(bands: List[Dict[str, Any]], axis: str, incumbent: Any) -> Optional[str]:
+    """The per-size ``env.UCC_TL_UCP_TUNE`` of a step's bands, or None: the bands name a single
+    value, or a value that is not one algorithm of one collective UCC counts in bytes."""
+    if axis != "env." + ucc_tune.VARIABLE or not bands:
+        return None
+
+    def value(v: Any) -> Optional[str]:
+        return None if _unset(v) else str(v)
+
+    pieces = []
+    for i, band in enumerate(bands):
+        first = 0 if i == 0 else int(band["from_bytes"] or 0)
+        end = int(bands[i + 1]["from_bytes"]) if i + 1 < len(bands) else None
+        chosen = band["best"].get(axis)
+        pieces.append((value(incumbent) if _unset(chosen) else value(chosen), first, end))
+    return ucc_tune.per_size(pieces)
+
+
 def per_size_settings(steps: List[Dict[str, Any]], settings: Dict[str, Any]) -> Dict[str, Any]:
     """``settings`` with each single-axis algorithm step's bands (Intel MPI, Open MPI
-    coll/tuned) as one per-size value (the last such step of an axis wins, as later steps do)."""
+    coll/tuned, UCC TL/UCP) as one per-size value (the last such step of an axis wins, as later steps do)."""
     out = dict(settings)
     for step in steps:
         axes = step.get("axes") or []
@@ -92,7 +114,8 @@ def per_size_settings(steps: List[Dict[str, Any]], settings: Dict[str, Any]) -> 
             continue
         bands, incumbent = step.get("bands") or [], (step.get("incumbent") or {}).get(axes[0])
         value = (intel_ranges(bands, axes[0], incumbent)
-                 or ompi_ranges(bands, axes[0], incumbent))
+                 or ompi_ranges(bands, axes[0], incumbent)
+                 or ucc_ranges(bands, axes[0], incumbent))
         if value is not None:
             out[axes[0]] = value
     return out
