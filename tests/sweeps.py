@@ -65,6 +65,23 @@ def launcher_stand_ins(folder: Path) -> Path:
     return folder
 
 
+def run_allreduce_axis(tmp_path: Path, axis: str, values: List[str]) -> subprocess.CompletedProcess:
+    """`commstack run` of an Open MPI IMB Allreduce matrix sweeping ``axis`` over ``values``,
+    launchers and IMB stood in by `true` (a value refused before launch never reaches them)."""
+    import json
+    import shutil
+
+    bin_dir = launcher_stand_ins(tmp_path / "bin")
+    (bin_dir / "IMB-MPI1").symlink_to(shutil.which("true"))
+    matrix = tmp_path / "matrices" / "local" / "bad.yaml"
+    matrix.parent.mkdir(parents=True)
+    matrix.write_text("benchmark: imb-mpi1\n"
+                      f"stacks: {{o: {{flavour: openmpi, launcher: mpirun.openmpi, bin: {bin_dir}}}}}\n"
+                      "parameters: {ranks_per_node: 2, benchmarks: Allreduce}\n"
+                      f"product: {{{axis}: {json.dumps(values)}}}\n")
+    return commstack("run", str(matrix), "--out", str(tmp_path / "results"))
+
+
 def typed_records(root: Path) -> List[Record]:
     """The campaign's records as the code reads them (commstack.store.record.Record)."""
     return list(Campaign(root).records())

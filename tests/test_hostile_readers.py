@@ -47,6 +47,14 @@ def _damaged(files, choice: int, seed: int) -> bytes:
     return mutate(files[choice % len(files)].read_bytes(), random.Random(seed))
 
 
+def _damaged_yaml(kind: Path, files, choice: int, seed: int) -> Path:
+    """A damaged copy as <kind>/local/damaged.yaml (the machine is the folder's name)."""
+    path = kind / "local" / "damaged.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(_damaged(files, choice, seed))
+    return path
+
+
 def _cli(*argv: str):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -72,10 +80,7 @@ def _loaded_or_refused(load, path: Path, refusals) -> None:
 @SEEDED
 @given(choice=st.integers(0, 10 ** 6), seed=st.integers(0, 2 ** 32))
 def test_a_damaged_matrix_is_planned_or_refused_in_one_sentence(tmp_path_factory, choice, seed):
-    folder = tmp_path_factory.mktemp("m") / "matrices" / "local"
-    folder.mkdir(parents=True)
-    path = folder / "damaged.yaml"
-    path.write_bytes(_damaged(MATRICES, choice, seed))
+    path = _damaged_yaml(tmp_path_factory.mktemp("m") / "matrices", MATRICES, choice, seed)
     code, _, err = _cli("plan", str(path))
     _one_sentence(code, err, path)
 
@@ -83,10 +88,7 @@ def test_a_damaged_matrix_is_planned_or_refused_in_one_sentence(tmp_path_factory
 @SEEDED
 @given(choice=st.integers(0, 10 ** 6), seed=st.integers(0, 2 ** 32))
 def test_a_damaged_tuning_plan_is_loaded_or_refused_in_one_sentence(tmp_path_factory, choice, seed):
-    folder = tmp_path_factory.mktemp("p") / "plans" / "local"
-    folder.mkdir(parents=True)
-    path = folder / "damaged.yaml"
-    path.write_bytes(_damaged(PLANS, choice, seed))
+    path = _damaged_yaml(tmp_path_factory.mktemp("p") / "plans", PLANS, choice, seed)
     _loaded_or_refused(load_plan, path, errors.USER_ERRORS)
 
 

@@ -33,7 +33,7 @@ from commstack.store.files import AlreadyExists
 from commstack.tune import export
 from commstack.tune import ompi_rules_export as ompi_export
 from commstack.tune.staged import CaseResult
-from tests.sweeps import commstack, launcher_stand_ins, records
+from tests.sweeps import commstack, records, run_allreduce_axis
 
 MPI_ERR_ARG = 13  # Open MPI's mpi.h
 ALLREDUCE = "mca.coll_tuned_allreduce_algorithm"
@@ -114,19 +114,7 @@ def test_a_placed_command_writes_its_file_once(tmp_path):
 
 
 def test_a_bad_value_stops_the_run_before_anything_is_launched(tmp_path):
-    bin_dir = launcher_stand_ins(tmp_path / "bin")
-    (bin_dir / "IMB-MPI1").symlink_to(shutil.which("true"))
-    matrix = tmp_path / "matrices" / "local" / "bad.yaml"
-    matrix.parent.mkdir(parents=True)
-    matrix.write_text(dedent(f"""
-        benchmark: imb-mpi1
-        stacks:
-          o: {{flavour: openmpi, launcher: mpirun.openmpi, bin: {bin_dir}}}
-        parameters: {{ranks_per_node: 2, benchmarks: Allreduce}}
-        product:
-          {ALLREDUCE}: ["1:0-1023;2:1024-", "1:0-1023;2:512-"]
-        """))
-    run = commstack("run", str(matrix), "--out", str(tmp_path / "results"))
+    run = run_allreduce_axis(tmp_path, ALLREDUCE, ["1:0-1023;2:1024-", "1:0-1023;2:512-"])
     assert run.returncode != 0
     assert f"{ALLREDUCE}='1:0-1023;2:512-'" in run.stderr
     assert "does not start after the range before it" in run.stderr

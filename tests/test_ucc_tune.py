@@ -17,17 +17,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
-from textwrap import dedent
 from typing import Dict, List, Tuple
 
 import pytest
 
 from commstack.flavours import FlavourError, ucc_tune
 from commstack.tune.per_size import per_size_settings, ucc_ranges
-from tests.sweeps import commstack, launcher_stand_ins, records
+from tests.sweeps import commstack, records, run_allreduce_axis
 
 AXIS = "env.UCC_TL_UCP_TUNE"
 BANDS = [{"from_bytes": 0, "to_bytes": 512, "best": {AXIS: "allreduce:@knomial"}},
@@ -101,19 +99,7 @@ def test_only_a_per_size_value_gets_a_note():
 
 
 def test_a_bad_value_stops_the_run_before_anything_is_launched(tmp_path):
-    bin_dir = launcher_stand_ins(tmp_path / "bin")
-    (bin_dir / "IMB-MPI1").symlink_to(shutil.which("true"))
-    matrix = tmp_path / "matrices" / "local" / "bad.yaml"
-    matrix.parent.mkdir(parents=True)
-    matrix.write_text(dedent(f"""
-        benchmark: imb-mpi1
-        stacks:
-          o: {{flavour: openmpi, launcher: mpirun.openmpi, bin: {bin_dir}}}
-        parameters: {{ranks_per_node: 2, benchmarks: Allreduce}}
-        product:
-          {AXIS}: ["{WRITTEN}", "allreduce:0-1024:@0#allreduce:512-inf:@1"]
-        """))
-    run = commstack("run", str(matrix), "--out", str(tmp_path / "results"))
+    run = run_allreduce_axis(tmp_path, AXIS, [WRITTEN, "allreduce:0-1024:@0#allreduce:512-inf:@1"])
     assert run.returncode != 0
     assert "env.UCC_TL_UCP_TUNE='allreduce:0-1024:@0#allreduce:512-inf:@1'" in run.stderr
     assert "overlap" in run.stderr
