@@ -4,7 +4,8 @@
 
 Records are written as ``report_scale.py`` writes them (the store's own writer, rows of one real
 IMB-MPI1 Allreduce output extended to IMB's 24 default sizes, scaled per setting and perturbed
-per repeat), in schema 3 as ``commstack run`` writes them now. Each command runs in a child
+per repeat), in schema 3 as ``commstack run`` writes them now, with the Parquet index as
+``commstack run`` leaves it (one merged part; built here by ``tidy_index.ensure``). Each command runs in a child
 process (wall, CPU, peak RSS; ``report_scale.measure``); ``report`` cold (report/ and summary.csv
 removed first).
 
@@ -32,6 +33,7 @@ import report_scale as rs  # noqa: E402
 
 from commstack.matrix.expand import expand  # noqa: E402
 from commstack.matrix.load import load_matrix  # noqa: E402
+from commstack.store import tidy_index  # noqa: E402
 from commstack.store.campaign import Campaign  # noqa: E402
 from commstack.store.files import write_new  # noqa: E402
 from commstack.store.record import Record  # noqa: E402
@@ -58,6 +60,7 @@ def matrix_text(name: str) -> str:
 def generate(root: Path) -> Path:
     campaign_dir = root / "bench" / "grid784"
     if (campaign_dir / "records.csv").exists():
+        tidy_index.ensure(campaign_dir)  # a campaign an earlier version of this script wrote
         return campaign_dir
     session = campaign_dir / "sessions" / "20261124T000000Z-bench-1"
     session.mkdir(parents=True, exist_ok=True)
@@ -92,6 +95,8 @@ def generate(root: Path) -> Path:
             finally:
                 attempt.release()
     write_records_csv(campaign_dir, campaign.records())
+    # As `commstack run` leaves it: each runner adds its record's part, the run's end merges them.
+    tidy_index.ensure(campaign_dir)
     return campaign_dir
 
 

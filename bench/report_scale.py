@@ -15,7 +15,8 @@ process count (as IMB with ``-npmin`` = all processes).
 Each command runs in a child process; wall time by the clock, peak RSS from
 ``resource.getrusage(RUSAGE_CHILDREN)`` of a fresh helper process per run (the largest process
 of the tree: drawing workers are forked from the report). The generator ends as ``commstack run``
-does, writing records.csv through the store (``write_records_csv``). ``report`` is run cold
+does, writing records.csv through the store (``write_records_csv``) and leaving the Parquet
+index of every record in one part (``tidy_index.ensure``). ``report`` is run cold
 (report/ and summary.csv removed first; records.csv as the run left it) and, for the new code,
 warm again (nothing changed: figures are not redrawn), and once more on a copy of the campaign
 with its records in schema 3 (what ``commstack run`` writes now). Both codes run with their
@@ -49,6 +50,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from commstack.benchmarks.imb import parse_imb  # noqa: E402
 from commstack.matrix.expand import expand  # noqa: E402
 from commstack.matrix.load import load_matrix  # noqa: E402
+from commstack.store import tidy_index  # noqa: E402
 from commstack.store.campaign import Campaign  # noqa: E402
 from commstack.store.files import write_new_json  # noqa: E402
 from commstack.store.record import Record  # noqa: E402
@@ -124,6 +126,7 @@ def write_campaign(campaign_dir: Path, axes: Dict[str, List], shards: int = 2) -
     """A campaign of the sweep ``axes`` (stack, UCX_TLS, UCX_RNDV_THRESH, ranks_per_node,
     benchmarks), 3 repeats per point."""
     if (campaign_dir / "records.csv").exists():
+        tidy_index.ensure(campaign_dir)  # a campaign an earlier version of this script wrote
         return campaign_dir
     session = campaign_dir / "sessions" / "20261124T000000Z-bench-1"
     session.mkdir(parents=True, exist_ok=True)
@@ -137,6 +140,7 @@ def write_campaign(campaign_dir: Path, axes: Dict[str, List], shards: int = 2) -
         with multiprocessing.get_context("fork").Pool(shards) as pool:
             pool.starmap(_write_points, [(campaign_dir, axes, i, shards) for i in range(shards)])
     write_records_csv(campaign_dir, campaign.records())  # as `commstack run` ends
+    tidy_index.ensure(campaign_dir)  # the index as `commstack run` leaves it: one merged part
     return campaign_dir
 
 

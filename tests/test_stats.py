@@ -135,3 +135,20 @@ def test_the_reports_columnwise_summary_agrees_with_the_module():
         assert row["median"] == pytest.approx(c.median)
         for got, want in ((row["ci_low"], c.low), (row["ci_high"], c.high)):
             assert (want is None and math.isnan(got)) or got == pytest.approx(want)
+
+
+def test_the_exact_p_computed_once_per_u_is_scipys_for_every_sample():
+    """``shift``'s exact Mann-Whitney p, kept per (sizes, U), equals SciPy's on each call,
+    printed ties (one decimal) included."""
+    st = pytest.importorskip("scipy.stats")
+    rng = random.Random(28)
+    compared = 0
+    for _ in range(2000):
+        a = [round(rng.uniform(0, 3), rng.choice([0, 1])) for _ in range(rng.randint(2, 10))]
+        b = [round(rng.uniform(0, 3), rng.choice([0, 1])) for _ in range(rng.randint(2, 10))]
+        if max(a + b) == min(a + b):
+            continue
+        expected = st.mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue
+        assert stats.shift(a, b, interval=False).p == float(expected), (a, b)
+        compared += 1
+    assert compared > 1500 and len(stats._EXACT_P) < compared

@@ -109,7 +109,8 @@ def _copy(results: Path, tmp_path: Path) -> Path:
 
 def test_index_is_rebuilt_when_deleted(results, tmp_path):
     root = _copy(results, tmp_path)
-    before = pq.read_table(next((root / "index").glob("*.parquet"))).to_pylist()
+    before = pq.read_table(next((root / "index").glob("*.parquet")),
+                           columns=tidy_index.ROW_COLUMNS).to_pylist()
     shutil.rmtree(root / "index")
     after = tidy_index.read_rows([root])
     assert len(after) == len(before) > 0
@@ -261,3 +262,37 @@ def test_a_footer_claiming_more_than_commstack_writes_is_rebuilt(results, tmp_pa
     with pytest.raises(tidy_index.UnsoundPart, match="more than an index part commstack writes"):
         tidy_index._checked_metadata(part)
     assert tidy_index._indexed([part]) is None  # so `ensure` rebuilds from the records
+
+
+def _report(root: Path, *prefix: str) -> dict:
+    """report.md and summary.csv of a cold ``commstack report`` of ``root``."""
+    shutil.rmtree(root / "report", ignore_errors=True)
+    (root / "summary.csv").unlink(missing_ok=True)
+    argv = [*prefix, "report", str(root)]
+    done = (subprocess.run(argv, capture_output=True, text=True, timeout=600) if prefix
+            else commstack(*argv))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {name: (root / name).read_text() for name in ("report/report.md", "summary.csv")}
+
+
+def test_report_from_the_index_is_the_report_from_the_records(results, tmp_path, monkeypatch):
+    """The report reads its records and samples from the index (rebuilt here: a part commstack
+    did not write), not from every record.json, and writes the report it writes from the records
+    without pyarrow."""
+    from commstack.report import document, from_index
+
+    root = _copy(results, tmp_path)
+    (root / "index" / "r-extra.parquet").write_bytes(b"")  # nothing commstack wrote: rebuilt
+    no_arrow = ("import sys; sys.modules['pyarrow'] = None\n"
+                "from commstack.cli import main\n"
+                "sys.exit(main(sys.argv[1:]))")
+    from_records = _report(root, sys.executable, "-c", no_arrow)
+    monkeypatch.setattr(document, "load", lambda *a: pytest.fail("read every record"))
+    shutil.rmtree(root / "report")
+    (root / "summary.csv").unlink()
+    document.write_report(root)
+    assert {n: (root / n).read_text() for n in from_records} == from_records
+    records = list(Campaign(root).records())
+    loaded = from_index.load(root, lambda r: False)
+    assert [r.to_dict() for r in loaded.records] == [dict(r.to_dict(), parsed=[]) for r in records]
+    assert len(loaded.samples.values) == sum(len(r.parsed) for r in records) > 0

@@ -20,6 +20,7 @@ from commstack.aggregate import summary_frame
 from commstack.errors import CampaignError
 from commstack.markdown_table import table
 from commstack.matrix.model import DEVIATION
+from commstack.report import from_index
 from commstack.report.drawing import MAX_LINES, Drawer
 from commstack.report.load import Loaded, Samples, load
 from commstack.report.numbers import MARKERS, OVERSUBSCRIBED
@@ -65,7 +66,11 @@ def write_report(campaign_root: Path, others: Sequence[Path] = ()) -> Path:
 
 def _lines(campaign: Campaign, others: Sequence[Path], drawer: Drawer) -> List[str]:
     info = _info(campaign)
-    loaded = load(campaign.root, lambda r: any(s.needs_rows(r, info) for s in STUDIES))
+    def keep_rows(record: Record) -> bool:
+        return any(s.needs_rows(record, info) for s in STUDIES)
+
+    # From the Parquet index (complete from the records first); every record.json without pyarrow.
+    loaded = from_index.load(campaign.root, keep_rows) or load(campaign.root, keep_rows)
     records = [r for r in loaded.records if r is not None]
     if not records:
         raise CampaignError(f"{campaign.root}: no records yet; run the matrix first")

@@ -19,6 +19,7 @@ The report's section (:mod:`commstack.report.studies.guidelines`) and ``commstac
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -143,6 +144,17 @@ class Check:
     shift: stats.Shift
     verdict: str = ""
     p_adjusted: float = 1.0  # the rank test's p, corrected over every check made together
+    # (composition, collective) samples of a check made without the shift's bootstrap interval
+    # (``check(intervals=False)``): ``with_interval`` adds it where it is shown.
+    samples: Optional[Tuple[List[float], List[float]]] = field(default=None, repr=False,
+                                                               compare=False)
+
+
+def with_interval(c: Check) -> Check:
+    """The check with its shift's bootstrap interval (the same ratio and p)."""
+    if c.samples is None:
+        return c
+    return dataclasses.replace(c, shift=stats.shift(*c.samples), samples=None)
 
 
 def collective_name(family: str, benchmark: object) -> Optional[str]:
@@ -262,10 +274,12 @@ def settings(records: Sequence[Record],
     return list(found.values())
 
 
-def check(found: Sequence[Setting], rules: Sequence[Guideline],
-          method: str = METHOD) -> Tuple[List[Check], List[str]]:
+def check(found: Sequence[Setting], rules: Sequence[Guideline], method: str = METHOD,
+          intervals: bool = True) -> Tuple[List[Check], List[str]]:
     """Every check the measurements allow, with its verdict (``worse``: the collective is
-    slower than the composition, a violation), and the rules nothing could check."""
+    slower than the composition, a violation), and the rules nothing could check.
+    ``intervals=False``: no bootstrap interval of each ratio (a report shows those of its
+    violations alone, :func:`with_interval`; tens of thousands of checks cost a minute)."""
     checks: List[Check] = []
     for setting in found:
         for rule in rules:
@@ -280,10 +294,12 @@ def check(found: Sequence[Setting], rules: Sequence[Guideline],
                     continue
                 composed = [sum(values) for values in zip(*parts)]
                 checks.append(Check(setting, rule, m, stats.describe(lhs),
-                                    stats.describe(composed), stats.shift(composed, lhs)))
+                                    stats.describe(composed),
+                                    stats.shift(composed, lhs, interval=intervals),
+                                    samples=None if intervals else (composed, lhs)))
     adjusted = stats.corrected([c.shift for c in checks], method)
     checks = [Check(c.setting, c.guideline, c.m, c.collective, c.composition, c.shift,
-                    stats.call(c.shift.ratio, p, c.shift.testable), p)
+                    stats.call(c.shift.ratio, p, c.shift.testable), p, c.samples)
               for c, p in zip(checks, adjusted)]
     used = {c.guideline.name for c in checks}
     return checks, [r.name for r in rules if r.name not in used]
@@ -341,7 +357,7 @@ def lines(checks: Sequence[Check], unchecked: Sequence[str], rules: Sequence[Gui
     found = violations(checks)
     out += [summary(checks, method), ""]
     if found:
-        out += evidence_table(found, method)
+        out += evidence_table([with_interval(c) for c in found], method)
         out.append("")
         out.append("A violation names an algorithm choice to tune at those sizes: the "
                    "composition is a way the library could have done the same job faster.")
@@ -371,7 +387,7 @@ def section(records: Sequence[Record],
     found = settings(relevant(records, rules), output, rows)
     if not found:
         return []
-    checks, unchecked = check(found, rules)
+    checks, unchecked = check(found, rules, intervals=False)
     return lines(checks, unchecked, rules)
 
 
