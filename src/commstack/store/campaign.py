@@ -57,17 +57,7 @@ class Attempt:
 
     def is_locked(self) -> bool:
         """True while some runner holds this attempt."""
-        try:
-            fd = os.open(self.path / ".lock", os.O_RDONLY)
-        except FileNotFoundError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            return False
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)
+        return attempt_held(str(self.path))
 
     def release(self) -> None:
         if self._lock_fd is not None:
@@ -197,3 +187,18 @@ class Campaign:
                 record = attempt.record()
                 if record is not None:
                     yield record
+
+
+def attempt_held(folder: str) -> bool:
+    """True while some runner holds the attempt in ``folder`` (its ``.lock``, flock'd)."""
+    try:
+        fd = os.open(folder + "/.lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)

@@ -38,7 +38,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from commstack.benchmarks import registry
 from commstack.optional import require
-from commstack.store.campaign import Campaign
+from commstack.store.campaign import Campaign, attempt_held
 from commstack.store.files import AlreadyExists, _temporary, write_new
 from commstack.store.record import Record
 
@@ -276,24 +276,9 @@ def finished_records(campaign: Campaign) -> Dict[RecordKey, str]:
     found: Dict[RecordKey, str] = {}
     for point, repeat, number, folder in campaign.attempt_folders():
         record = folder + "/record.json"
-        if os.path.isfile(record) and not _held(folder):
+        if os.path.isfile(record) and not attempt_held(folder):
             found[(point, repeat, number)] = record
     return found
-
-
-def _held(folder: str) -> bool:
-    """True while some runner holds the attempt in ``folder`` (``Attempt.is_locked``)."""
-    try:
-        fd = os.open(folder + "/.lock", os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
 
 
 def _indexed(parts: List[Path]) -> Optional[Set[RecordKey]]:
