@@ -199,6 +199,13 @@ def test_query_prints_the_planted_violation_with_the_report_sections_evidence(tm
     records = [r for r in Campaign(root).records() if not r.published]
     section = guidelines.campaign_section(Campaign(root), records)
     assert _table_rows("\n".join(section)) == rows
+    # The report checks the rows its samples hold (read from the index), not each record.json
+    # again: the same section.
+    assert commstack("report", str(root)).returncode == 0
+    report = (root / "report" / "report.md").read_text()
+    start = report.index("## Self-consistent performance guidelines")
+    end = report.find("\n## ", start + 1)
+    assert _table_rows(report[start:end if end > 0 else None]) == rows
 
     csv_run = commstack("query", str(root), "--guidelines", "--csv")
     assert csv_run.returncode == 0, csv_run.stderr

@@ -20,8 +20,9 @@ point by 10 % hides inside each point's spread. Passes are paired by repeat numb
 interleaved in time, as ``tests/test_compare.py`` and ``bench/verdicts.py`` run them, a pair shares
 the machine's moment; otherwise any pairing of exchangeable passes is still a valid test): each
 pair gives the median over the figures of log(B / A), and a one-sided Wilcoxon signed-rank test asks
-whether B's passes are slower. A **broad slowdown** is that test significant AND the median
-slowdown over the figures beyond the threshold. It needs six passes a side (1 / 2^6 < 0.025).
+whether B's passes are slower. A **broad slowdown** is that test significant AND the slowdown
+it estimates (the Hodges-Lehmann estimate of the paired passes' shifts, the estimator of the
+signed-rank test) beyond the threshold. It needs six passes a side (1 / 2^6 < 0.025).
 
 The comparison fails on a regression or a broad slowdown. The two tests share alpha (each at
 alpha / 2), so an identical rerun fails with probability at most alpha (5 %); the README
@@ -63,6 +64,7 @@ DEFAULT_THRESHOLD = stats.THRESHOLD
 # Record parameters never used to match points (they name the run, not the configuration).
 NOT_MATCHED = {"stack"}
 REGRESSION, IMPROVEMENT, SAME, UNTESTED = "regression", "improvement", "same", "untested"
+PASSES_SHOWN = 20  # paired passes listed one by one in the comparison's header
 
 
 # --- campaign vs campaign ----------------------------------------------------------------------
@@ -124,6 +126,7 @@ class Comparison:
     alpha: float = stats.ALPHA
     method: str = "bh"
     notes: List[str] = field(default_factory=list)
+    _broad: Optional[stats.Shift] = field(default=None, repr=False, compare=False)
 
     @property
     def median_slowdown(self) -> float:
@@ -151,17 +154,22 @@ class Comparison:
     @property
     def broad(self) -> stats.Shift:
         """One-sided Wilcoxon signed-rank test that B's passes are slower than A's, paired by
-        repeat number (ratio: the median slowdown over the figures)."""
-        shifts = self.paired_shifts()
-        p = stats.signed_rank(shifts, "greater") if len(shifts) >= 2 else 1.0
-        return stats.Shift(self.median_slowdown, self.median_slowdown, self.median_slowdown, p,
-                           len(shifts), len(shifts))
+        repeat number; ratio: exp of the Hodges-Lehmann estimate of the paired shifts (the
+        median slowdown over the figures while fewer than two passes pair)."""
+        if self._broad is None:
+            shifts = self.paired_shifts()
+            if len(shifts) >= 2:
+                p = stats.signed_rank(shifts, "greater")
+                ratio = math.exp(stats.hodges_lehmann(shifts))
+            else:
+                p, ratio = 1.0, self.median_slowdown
+            self._broad = stats.Shift(ratio, ratio, ratio, p, len(shifts), len(shifts))
+        return self._broad
 
     @property
     def broad_slowdown(self) -> bool:
         broad = self.broad
-        return (broad.testable and broad.p < self.alpha / 2
-                and self.median_slowdown > 1 + self.threshold)
+        return broad.testable and broad.p < self.alpha / 2 and broad.ratio > 1 + self.threshold
 
     @property
     def failed(self) -> bool:
@@ -215,8 +223,12 @@ def _broad(cmp: Comparison) -> str:
     if not broad.testable:
         return (f"{broad.n_a} pass(es) paired by repeat number, too few for the test of the "
                 "whole campaign")
-    shifts = ", ".join(f"{math.exp(x):.3f}" for x in cmp.paired_shifts())
-    return (f"median slowdown per paired pass {shifts}; signed-rank p = {broad.p:.2g} "
+    values = cmp.paired_shifts()
+    shifts = ", ".join(f"{math.exp(x):.3f}" for x in values[:PASSES_SHOWN])
+    if len(values) > PASSES_SHOWN:
+        shifts += f", ... ({len(values)} passes)"
+    return (f"median slowdown per paired pass {shifts}; their Hodges-Lehmann estimate "
+            f"{broad.ratio:.3f}; signed-rank p = {broad.p:.2g} "
             f"({'significant' if broad.p < cmp.alpha / 2 else 'not significant'} at "
             f"{cmp.alpha / 2:g}, one-sided)")
 

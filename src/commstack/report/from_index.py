@@ -124,5 +124,6 @@ def _add(samples: Samples, record: Record, rows: List[int], columns: Dict[str, l
     samples.metrics.extend([metric[i] for i in chosen])
     samples.values.extend([float(value[i]) for i in chosen])
     samples.oversubscribed.extend([bool(record.oversubscribed)] * count)
+    samples.mark(record, count)
     if record.point_id not in samples.points:
         samples.points[record.point_id] = (record.params, record.benchmark, record.ranks)

@@ -246,7 +246,7 @@ def settings(records: Sequence[Record],
         family = _family(rec)
         if not rec.ok or rec.published or family is None:
             continue
-        params = _params(rec, family)
+        params = json.dumps(_params(rec, family), default=str)
         per_call = None
         if family == "reprompi":
             text = output(rec)
@@ -263,8 +263,10 @@ def settings(records: Sequence[Record],
             processes = row.get("np") or rec.ranks
             if not isinstance(processes, int):
                 continue
-            key = (family, rec.stack or "", processes, json.dumps(params, default=str))
-            setting = found.setdefault(key, Setting(family, rec.stack or "", processes, key[3]))
+            key = (family, rec.stack or "", processes, params)
+            setting = found.get(key)
+            if setting is None:
+                setting = found[key] = Setting(family, rec.stack or "", processes, params)
             values = setting.samples.setdefault((name, size), [])
             calls = per_call.get((row["benchmark"], size)) if per_call else None
             if calls is not None:

@@ -33,6 +33,23 @@ class Samples:
     # Per point: its parameters, benchmark and job size (the first successful record's).
     points: Dict[str, Tuple[Dict[str, object], Optional[str], Optional[int]]] = field(
         default_factory=dict)
+    # Per record (point, repeat, attempt): where its entries start and how many there are.
+    spans: Dict[Tuple[str, int, int], Tuple[int, int]] = field(default_factory=dict)
+
+    def mark(self, record: Record, count: int) -> None:
+        """Note that the last ``count`` entries are ``record``'s (call after adding them)."""
+        self.spans[(record.point_id, record.repeat, record.attempt)] = (
+            len(self.values) - count, count)
+
+    def rows(self, record: Record) -> Optional[List[dict]]:
+        """The record's result rows as the samples hold them (row keys and the figure of
+        merit), without reading its record.json; None when it added no samples."""
+        span = self.spans.get((record.point_id, record.repeat, record.attempt))
+        if span is None:
+            return None
+        start, count = span
+        return [{**dict(zip(self.key_names[i], self.keys[i])), self.metrics[i]: self.values[i]}
+                for i in range(start, start + count)]
 
 
 @dataclass
@@ -116,6 +133,7 @@ def _extend(samples: Samples, record: Record, row_keys: Tuple[str, ...],
     samples.metrics.extend([key for _, key, _ in chosen])
     samples.values.extend([float(value) for _, _, value in chosen])
     samples.oversubscribed.extend([bool(record.oversubscribed)] * count)
+    samples.mark(record, count)
     if record.point_id not in samples.points:
         samples.points[record.point_id] = (record.params, record.benchmark, record.ranks)
 

@@ -32,14 +32,17 @@ def factors(samples: Samples) -> Dict[str, List[Tuple[float, str]]]:
     """Per stack: (its median / the best stack's, what was measured) for every result that more
     than one stack measured (rates inverted, so a factor > 1 is always slower)."""
     groups: Dict[Tuple, Dict[str, List[float]]] = defaultdict(lambda: defaultdict(list))
+    rests: Dict[str, str] = {}  # per point: its other parameters, as sorted JSON
     for pid, names, keys, metric, value in zip(samples.point_ids, samples.key_names,
                                                samples.keys, samples.metrics, samples.values):
         params, benchmark, _ = samples.points[pid]
         stack = params.get("stack")
         if stack is None:
             continue
-        rest = json.dumps({k: v for k, v in params.items() if k != "stack"}, sort_keys=True,
-                          default=str)
+        rest = rests.get(pid)
+        if rest is None:
+            rest = rests[pid] = json.dumps({k: v for k, v in params.items() if k != "stack"},
+                                           sort_keys=True, default=str)
         groups[(benchmark, rest, names, keys, metric)][str(stack)].append(value)
     out: Dict[str, List[Tuple[float, str]]] = defaultdict(list)
     for (benchmark, _rest, names, keys, metric), by_stack in groups.items():

@@ -18,7 +18,15 @@ def _output(context: Context, record: Record) -> Optional[str]:
 
 
 def _section(context: Context) -> List[str]:
-    return guidelines.campaign_section(context.campaign, context.swept)
+    samples = context.samples
+    if samples is None:
+        return guidelines.campaign_section(context.campaign, context.swept)
+
+    def rows(record: Record) -> List[dict]:  # from the samples; record.json only without them
+        found = samples.rows(record)
+        return guidelines.stored_rows(context.campaign, record) if found is None else found
+
+    return guidelines.section(context.swept, lambda r: _output(context, r), rows)
 
 
 def _sync_section(context: Context) -> List[str]:
