@@ -237,3 +237,21 @@ def test_a_single_value_is_never_a_regression():
     judge([m])
     assert m.verdict == "untested"
     assert not Comparison([m], [], [], 0, [], 0.05).failed
+
+
+def test_a_campaign_of_several_stacks_is_matched_stack_by_stack():
+    """A rerun of a campaign that sweeps stacks pairs each stack with itself (once every figure
+    was ambiguous); campaigns of one stack each are matched whatever the stacks are named."""
+    from commstack.compare import Figure, compare
+
+    def fig(stack: str, value: float) -> Figure:
+        return Figure({"stack": stack, "msglog": "0:4"}, {"bytes": 8}, "t_avg_us", True,
+                      [value] * 6, list(range(1, 7)))
+
+    both = compare([fig("impi", 1.0), fig("ompi", 3.0)], [fig("impi", 1.0), fig("ompi", 3.0)])
+    assert (len(both.matches), both.ambiguous) == (2, 0) and "stack" in both.keys
+    assert {m.a.params["stack"]: m.b.params["stack"] for m in both.matches} == \
+        {"impi": "impi", "ompi": "ompi"}
+    assert not both.failed
+    renamed = compare([fig("ompi-4", 1.0)], [fig("ompi-5", 1.0)])
+    assert len(renamed.matches) == 1 and "stack" not in renamed.keys

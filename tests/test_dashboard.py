@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -54,9 +55,33 @@ def site(impi_root, tmp_path_factory) -> Path:
     assert run.returncode == 3, run.stderr[-3000:]
     shutil.copytree(REPO / "results" / "betzy", results / "betzy",
                     ignore=shutil.ignore_patterns("index", "report"))
+    quick = results / "local" / "quick"
+    _rerun(quick, results / "local" / "quick-rerun", days=1, factor=1.0)
+    _rerun(quick, results / "local" / "quick-slow", days=2, factor=1.3)
     out = commstack("dashboard", str(results), "--out", str(tmp / "site"))
     assert out.returncode == 0, out.stderr
+    assert "2 comparison(s) with an earlier campaign" in out.stderr
     return tmp / "site"
+
+
+def _rerun(source: Path, target: Path, days: int, factor: float) -> None:
+    """A copy of ``source`` run ``days`` later (its sessions renamed), every time x ``factor``:
+    a rerun of the same matrix for the compare results."""
+    from commstack.store.files import write_new_json
+    from commstack.store.record import Record
+
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("record.json", "report",
+                                                                  "index", "*.csv"))
+    for path in source.glob("points/*/rep*.try*/record.json"):
+        rec = Record.load(path).to_dict()
+        for row in rec.get("parsed") or []:
+            row.update({k: row[k] * factor for k in ("t_min_us", "t_max_us", "t_avg_us", "t_us")
+                        if isinstance(row.get(k), float)})
+        write_new_json(target / path.relative_to(source), rec)
+    for session in (target / "sessions").iterdir():
+        stamp, rest = session.name.split("-", 1)
+        when = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ") + timedelta(days=days)
+        session.rename(session.with_name(f"{when:%Y%m%dT%H%M%SZ}-{rest}"))
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +150,28 @@ def test_failed_and_unclean_runs_are_marked(browser):
     if cpus < 4:
         assert "circle-open" in symbols
     assert "circle" in symbols or cpus < 2
+
+
+def test_each_rerun_is_compared_with_the_campaign_before_it(site, browser):
+    text = (site / "index.html").read_text()
+    data = json.loads(text.split('<script id="data" type="application/json">')[1]
+                      .split("</script>")[0].replace("<\\/", "</"))
+    rows = {r["campaign"]: r for r in data["comparisons"]}
+    assert set(rows) == {"local/quick-rerun", "local/quick-slow"}
+    same, slow = rows["local/quick-rerun"], rows["local/quick-slow"]
+    assert (same["baseline"], same["verdict"], same["regressions"]) == ("local/quick", "PASS", 0)
+    assert same["slowdown"] == 1.0 and same["figures"] > 0
+    # Every time x 1.3: every paired pass slower, the whole campaign a broad slowdown.
+    assert (slow["baseline"], slow["verdict"]) == ("local/quick-rerun", "FAIL")
+    assert slow["broad_slowdown"] and abs(slow["slowdown"] - 1.3) < 0.01
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element("id", "f-machine")).select_by_value("local")
+    table = browser.find_element("id", "comparisons").text
+    assert "local/quick-slow" in table and "FAIL" in table and "PASS" in table
+    bad = browser.execute_script(
+        "return [...document.querySelectorAll('#comparisons td.bad')].map(td => td.textContent)")
+    assert "FAIL" in bad
+    Select(browser.find_element("id", "f-machine")).select_by_value("betzy")
+    assert browser.execute_script(
+        "return document.querySelectorAll('#comparisons tr').length") == 1  # the header alone

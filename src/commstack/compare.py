@@ -61,7 +61,8 @@ from commstack.markdown_table import table
 from commstack.store.record import Record
 
 DEFAULT_THRESHOLD = stats.THRESHOLD
-# Record parameters never used to match points (they name the run, not the configuration).
+# Record parameters not used to match points while each campaign has one value (they name the
+# run, not the configuration: ompi-4 against ompi-5); matched when a campaign has several.
 NOT_MATCHED = {"stack"}
 REGRESSION, IMPROVEMENT, SAME, UNTESTED = "regression", "improvement", "same", "untested"
 PASSES_SHOWN = 20  # paired passes listed one by one in the comparison's header
@@ -193,7 +194,9 @@ def compare(a: List[Figure], b: List[Figure], threshold: float = DEFAULT_THRESHO
     a, b = select_figures(a, where or {}), select_figures(b, where or {})
     names_a = set().union(*(f.params for f in a)) if a else set()
     names_b = set().union(*(f.params for f in b)) if b else set()
-    keys = sorted((names_a & names_b) - set(ignore) - NOT_MATCHED)
+    swept = {k for k in NOT_MATCHED if any(len({str(f.params.get(k)) for f in side}) > 1
+                                            for side in (a, b))}
+    keys = sorted((names_a & names_b) - set(ignore) - (NOT_MATCHED - swept))
 
     def key(f: Figure) -> Tuple:
         return (f.metric, tuple(sorted(f.row.items())),

@@ -7,7 +7,9 @@ What it shows, per machine, stack and benchmark (filters at the top):
     95 % interval (``commstack.history.summarize``), hollow markers where a run was unclean
     (oversubscribed, or its placement contradicted the mapping asked for);
   * the history of one message size over the campaigns' dates, stack changes marked;
-  * every campaign with its failed and unclean runs, and the failed runs themselves.
+  * every campaign with its failed and unclean runs, and the failed runs themselves;
+  * compare results: each campaign against the one that ran its matrix before it
+    (``commstack.compare_previous``), with ``commstack compare``'s verdict.
 
 The numbers are those of ``commstack history`` over the same store (one summary for both).
 """
@@ -113,8 +115,14 @@ def page(data: Dict[str, Any], title: str) -> str:
                             script=_SCRIPT)
 
 
-def write(con, out: Path, title: str) -> Dict[str, int]:
+def write(con, out: Path, title: str, search: Sequence[Path] = ()) -> Dict[str, int]:
+    """index.html of the store ``con``; compare results of the campaigns under ``search``."""
+    from commstack.compare_previous import comparisons
+
     data = collect(con)
+    data["comparisons"] = comparisons(search) if search else []
+    for row in data["comparisons"]:
+        row["date"] = _iso(row["date"])
     out.mkdir(parents=True, exist_ok=True)
     text = page(data, title)
     from commstack.store.files import replace
@@ -122,6 +130,7 @@ def write(con, out: Path, title: str) -> Dict[str, int]:
     replace(out / "index.html", text.encode())
     return {"campaigns": len(data["campaigns"]), "curves": len(data["curves"]),
             "history": len(data["history"]), "failed": data["failed_total"],
+            "comparisons": len(data["comparisons"]),
             "bytes": len(text.encode())}
 
 
@@ -153,6 +162,7 @@ or its placement contradicted the mapping asked for). Generated <span id="genera
 <h2>Size curves</h2><div id="plot-sizes" class="plot"></div>
 <h2>History</h2><div id="plot-history" class="plot"></div>
 <h2>Campaigns</h2><table id="campaigns"></table>
+<h2>Compare results</h2><p id="compare-note" class="note"></p><table id="comparisons"></table>
 <h2>Failed runs</h2><p id="failed-note" class="note"></p><table id="failed"></table>
 <script id="data" type="application/json">{data}</script>
 <script>{script}</script>
@@ -246,7 +256,8 @@ function table(id, rows, columns) {
     for (const c of columns) {
       const td = document.createElement('td');
       td.textContent = r[c] === null || r[c] === undefined ? '' : String(r[c]);
-      if ((c === 'failed' || c === 'unclean') && r[c] > 0) td.className = 'bad';
+      if ((c === 'failed' || c === 'unclean' || c === 'regressions') && r[c] > 0 ||
+          (c === 'verdict' && r[c] === 'FAIL')) td.className = 'bad';
       tr.appendChild(td);
     }
     t.appendChild(tr);
@@ -277,6 +288,16 @@ function draw() {
   const campaigns = DATA.campaigns.filter(c => val('f-machine') === ALL || c.machine === val('f-machine'));
   table('campaigns', campaigns,
         ['machine', 'campaign', 'runs', 'failed', 'unclean', 'first', 'last', 'mpi_version', 'imported']);
+  const compared = DATA.comparisons.filter(c => val('f-machine') === ALL || c.machine === val('f-machine'));
+  table('comparisons', compared,
+        ['machine', 'campaign', 'baseline', 'date', 'figures', 'regressions', 'improvements',
+         'slowdown', 'verdict', 'worst']);
+  document.getElementById('compare-note').textContent = DATA.comparisons.length ?
+    'Each campaign against the one that ran its matrix before it, as commstack compare judges ' +
+    'it: a regression is a figure slower by more than 5 % with a Mann-Whitney U test significant ' +
+    'after Benjamini-Hochberg correction; slowdown: the campaign as a whole (Hodges-Lehmann ' +
+    'estimate over paired passes); FAIL on a regression or a significant broad slowdown.' :
+    'No campaign ran a matrix an earlier campaign ran: nothing to compare.';
   const failed = DATA.failed.filter(f => (val('f-machine') === ALL || f.machine === val('f-machine')) &&
                                          (val('f-stack') === ALL || f.stack === val('f-stack')));
   table('failed', failed,

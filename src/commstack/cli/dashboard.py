@@ -4,7 +4,8 @@
 
 Per machine, stack and benchmark: the size curves of every campaign (medians with their 95 %
 intervals), the history of a message size over the campaigns' dates with stack changes marked,
-and every campaign's failed and unclean runs (commstack.dashboard). site/index.html opens from
+every campaign's failed and unclean runs, and each campaign compared with the one that ran its
+matrix before it (commstack.dashboard, commstack.compare_previous). site/index.html opens from
 disk or any static host, offline: Plotly's JavaScript (extra `dashboard`) is inlined.
 """
 
@@ -29,10 +30,11 @@ def execute(args: argparse.Namespace) -> int:
     require(*dashboard.PLOTLY)  # before reading anything
     con = open_store(args.paths)
     try:
-        counts = dashboard.write(con, args.out, args.title)
+        counts = dashboard.write(con, args.out, args.title, args.paths)
     finally:
         con.close()
     print(f"{args.out / 'index.html'}: {counts['campaigns']} campaign(s), {counts['curves']} size "
           f"curve(s), {counts['history']} history series, {counts['failed']} failed run(s), "
+          f"{counts['comparisons']} comparison(s) with an earlier campaign, "
           f"{counts['bytes'] / 1e6:.1f} MB", file=sys.stderr)
     return 0
