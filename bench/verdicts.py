@@ -17,6 +17,8 @@ Three measurements with real runs (Intel MPI from PyPI, IMB-MPI1, 2 ranks on thi
    share of pairs that FAIL, and of figures called a regression.
 
 Usage: python bench/verdicts.py [--null-cases K] [--pairs N] [--repeats R] [--out bench/results]
+(the README's power figures: ``--skip-null --repeats 100``, about 30 minutes on 2 cores: the
+noise here is per launch, and 10 % needs some 200 launches a side)
 Prints a JSON summary and writes bench/results/verdicts.json. Exit 1 when a target is missed:
 null tuning <= 5 % of cases, A/A no FAIL and <= 5 % of points called, 10 % slowdown FAIL in
 >= 90 % of pairs.
@@ -165,6 +167,7 @@ def verdict(a: List[Figure], b: List[Figure]) -> Dict[str, object]:
     return {"failed": cmp.failed, "figures": len(cmp.matches),
             "regressions": len(cmp.regressions), "improvements": cmp.count(compare.IMPROVEMENT),
             "broad_slowdown": cmp.broad_slowdown, "broad_p": cmp.broad.p,
+            "broad_ratio": cmp.broad.ratio,
             "median_slowdown": cmp.median_slowdown}
 
 
@@ -193,7 +196,8 @@ def compare_pairs(work: Path, pairs: int, repeats: int, design: str) -> Dict[str
                 "point_detection_rate": sum(r["regressions"] for r in rows) / figures,
                 "points_called_different": (sum(r["regressions"] + r["improvements"]
                                                 for r in rows) / figures),
-                "median_slowdowns": [round(r["median_slowdown"], 4) for r in rows]}
+                "median_slowdowns": [round(r["median_slowdown"], 4) for r in rows],
+                "broad_estimates": [round(r["broad_ratio"], 4) for r in rows]}
 
     return {"design": design, "repeats": repeats, "seconds": round(time.time() - start),
             **{k: rates(v) for k, v in results.items()}}
