@@ -15,7 +15,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from commstack.adaptive import within
 from commstack.cli.common import existing_campaign
@@ -68,6 +68,7 @@ def execute(args: argparse.Namespace) -> int:
         print(LEGEND)
     scan = scan_campaign(campaign)
     stops: Counter = Counter()
+    repeats = range(1, matrix.repeats + 1)
     for point_id in ids:
         why = None
         if matrix.adaptive is not None:
@@ -75,8 +76,11 @@ def execute(args: argparse.Namespace) -> int:
 
             states, why = adaptive_states(campaign, points[point_id], matrix, scan.state)
             stops[why.split(":")[0] if why else "taking repeats"] += 1
+        elif not args.verbose and all((point_id, r) in scan.done for r in repeats):
+            totals[DONE] += len(repeats)  # the common case, counted without a list
+            continue
         else:
-            states = [scan.state(point_id, r) for r in range(1, matrix.repeats + 1)]
+            states = [scan.state(point_id, r) for r in repeats]
         # A run that `run` skips here (optional stack without its binaries) is not pending;
         # one that ran before, where the binaries were found, keeps its state.
         if point_id in skipped:
@@ -118,9 +122,14 @@ class Scan:
         default_factory=dict)
     # attempts whose components were asked for and not used: (point, repeat, attempt)
     not_used: List[Tuple[str, int, int]] = field(default_factory=list)
+    # (point, repeat) with an ok attempt: done whatever else (the common case, asked first)
+    done: Set[Tuple[str, int]] = field(default_factory=set)
 
     def state(self, point_id: str, repeat: int) -> str:
-        found = self.attempts.get((point_id, repeat), [])
+        key = (point_id, repeat)
+        if key in self.done:
+            return DONE
+        found = self.attempts.get(key, [])
         statuses = [status for _, status in found]
         if "ok" in statuses:
             return DONE
@@ -147,6 +156,8 @@ def scan_campaign(campaign: Campaign) -> Scan:
                 state_log.finished(campaign.root, point, repeat, number, status, not_used)
                 if not_used:
                     scan.not_used.append((point, repeat, number))
+        if status == "ok":
+            scan.done.add((point, repeat))
         found = scan.attempts.setdefault((point, repeat), [])
         found.append((folder, status))
         if len(found) > 1:
