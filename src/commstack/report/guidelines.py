@@ -20,6 +20,7 @@ The report's section (:mod:`commstack.report.studies.guidelines`) and ``commstac
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -232,15 +233,33 @@ def relevant(records: Sequence[Record], rules: Sequence[Guideline]) -> List[Reco
     return out
 
 
+Entry = Tuple[object, object, object, float]  # a result row's benchmark, bytes, np, figure
+
+
+def row_entries(record: Record, rows: Sequence[dict]) -> List[Entry]:
+    """The entries of result rows: each row with a figure of merit, as (benchmark, bytes, np,
+    value)."""
+    out = []
+    for row in rows:
+        figure = registry.metric_of(row, record.benchmark)
+        if figure is not None:
+            out.append((row.get("benchmark"), row.get("bytes"), row.get("np"), row[figure.key]))
+    return out
+
+
 def settings(records: Sequence[Record],
              output: Callable[[Record], Optional[str]] = lambda r: None,
-             rows: Callable[[Record], List[dict]] = lambda r: r.parsed) -> List[Setting]:
+             rows: Callable[[Record], List[dict]] = lambda r: r.parsed,
+             entries: Optional[Callable[[Record], Sequence[Entry]]] = None) -> List[Setting]:
     """The campaign's collective timings by setting. ``output(record)``: the run's stdout, from
     which ReproMPI's per-call samples are read (None: its rows' medians are used);
     ``rows(record)``: its result rows (a report reads them from record.json only for the
-    records :func:`relevant` selects)."""
+    records :func:`relevant` selects); ``entries(record)``, instead of ``rows``: its rows as
+    :data:`Entry` tuples (a report has them in its samples)."""
     from commstack.benchmarks import reprompi
 
+    if entries is None:
+        entries = lambda r: row_entries(r, rows(r))  # noqa: E731
     found: Dict[Tuple, Setting] = {}
     for rec in records:
         family = _family(rec)
@@ -254,13 +273,11 @@ def settings(records: Sequence[Record],
                 per_call = reprompi.samples(text) if text else None
             except ValueError:
                 per_call = None
-        for row in rows(rec):
-            name = collective_name(family, row.get("benchmark"))
-            size = row.get("bytes")
-            figure = registry.metric_of(row, rec.benchmark)
-            if name is None or not isinstance(size, int) or figure is None:
+        for benchmark, size, processes, value in entries(rec):
+            name = _collective(family, benchmark) if isinstance(benchmark, str) else None
+            if name is None or not isinstance(size, int):
                 continue
-            processes = row.get("np") or rec.ranks
+            processes = processes or rec.ranks
             if not isinstance(processes, int):
                 continue
             key = (family, rec.stack or "", processes, params)
@@ -268,12 +285,17 @@ def settings(records: Sequence[Record],
             if setting is None:
                 setting = found[key] = Setting(family, rec.stack or "", processes, params)
             values = setting.samples.setdefault((name, size), [])
-            calls = per_call.get((row["benchmark"], size)) if per_call else None
+            calls = per_call.get((benchmark, size)) if per_call else None
             if calls is not None:
                 values += [t * 1e6 for t in calls.local]
             else:
-                values.append(float(row[figure.key]))
+                values.append(float(value))
     return list(found.values())
+
+
+@functools.lru_cache(maxsize=4096)
+def _collective(family: str, benchmark: str) -> Optional[str]:
+    return collective_name(family, benchmark)
 
 
 def check(found: Sequence[Setting], rules: Sequence[Guideline], method: str = METHOD,
@@ -383,10 +405,12 @@ def sources(checks: Sequence[Check], unchecked: Sequence[str],
 
 def section(records: Sequence[Record],
             output: Callable[[Record], Optional[str]] = lambda r: None,
-            rows: Callable[[Record], List[dict]] = lambda r: r.parsed) -> List[str]:
-    """The guidelines section of a campaign's report (no lines when it timed no collectives)."""
+            rows: Callable[[Record], List[dict]] = lambda r: r.parsed,
+            entries: Optional[Callable[[Record], Sequence[Entry]]] = None) -> List[str]:
+    """The guidelines section of a campaign's report (no lines when it timed no collectives);
+    ``output``, ``rows`` and ``entries`` as for :func:`settings`."""
     rules = read_guidelines()
-    found = settings(relevant(records, rules), output, rows)
+    found = settings(relevant(records, rules), output, rows, entries)
     if not found:
         return []
     checks, unchecked = check(found, rules, intervals=False)

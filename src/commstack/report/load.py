@@ -41,15 +41,24 @@ class Samples:
         self.spans[(record.point_id, record.repeat, record.attempt)] = (
             len(self.values) - count, count)
 
-    def rows(self, record: Record) -> Optional[List[dict]]:
-        """The record's result rows as the samples hold them (row keys and the figure of
-        merit), without reading its record.json; None when it added no samples."""
+    def entries(self, record: Record, names: Tuple[str, ...]) -> Optional[List[tuple]]:
+        """The record's entries as tuples of the row keys ``names`` (None where an entry has
+        no such key) and the figure's value last, without making rows; None when it added no
+        samples."""
         span = self.spans.get((record.point_id, record.repeat, record.attempt))
         if span is None:
             return None
         start, count = span
-        return [{**dict(zip(self.key_names[i], self.keys[i])), self.metrics[i]: self.values[i]}
-                for i in range(start, start + count)]
+        out, positions = [], {}
+        for i in range(start, start + count):
+            key_names = self.key_names[i]
+            where = positions.get(key_names)
+            if where is None:
+                where = positions[key_names] = [key_names.index(n) if n in key_names else None
+                                                for n in names]
+            keys = self.keys[i]
+            out.append((*(None if j is None else keys[j] for j in where), self.values[i]))
+        return out
 
 
 @dataclass

@@ -22,11 +22,14 @@ def _section(context: Context) -> List[str]:
     if samples is None:
         return guidelines.campaign_section(context.campaign, context.swept)
 
-    def rows(record: Record) -> List[dict]:  # from the samples; record.json only without them
-        found = samples.rows(record)
-        return guidelines.stored_rows(context.campaign, record) if found is None else found
+    def entries(record: Record) -> List[guidelines.Entry]:
+        """From the samples; from record.json only for a record that added none."""
+        found = samples.entries(record, ("benchmark", "bytes", "np"))
+        if found is None:
+            return guidelines.row_entries(record, guidelines.stored_rows(context.campaign, record))
+        return found
 
-    return guidelines.section(context.swept, lambda r: _output(context, r), rows)
+    return guidelines.section(context.swept, lambda r: _output(context, r), entries=entries)
 
 
 def _sync_section(context: Context) -> List[str]:
