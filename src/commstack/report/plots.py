@@ -174,7 +174,8 @@ def plot_section(section: Section, path: Path) -> Path:
         which = (f"\n{len(choice.shown)} of {len(choice.ranked)} settings: the best by the "
                  "median over the sizes, and the defaults")
     ax.set_title(f"{title}\nline: median; band: its 95 % interval over up to {section.repeats} "
-                 f"repeats{which}", fontsize=9, color="tab:red" if dashed else "black")
+                 f"repeats{which}", fontsize=9, color="tab:red" if dashed else "black",
+                 y=1.0, pad=6)  # a fixed place: matplotlib's own search measures every tick
     if heat:
         ax.legend(fontsize=7, title=names or None, title_fontsize=7, loc="upper left",
                   bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
@@ -214,7 +215,7 @@ def _heat_map(ax, choice: Choice, section: Section) -> None:
     worse = "slower" if registry.lower_is_better(section.metric) else "lower"
     ax.set_xlabel("message size [bytes]")
     ax.set_title(f"every setting ({rows}) per message size: times {worse} than the best at that "
-                 "size (1 = the best)", fontsize=8)
+                 "size (1 = the best)", fontsize=8, y=1.0, pad=6)
     bar = ax.figure.colorbar(image, ax=ax, location="left", fraction=0.04, pad=0.02)
     top = max(top, 1.01)
     ticks = sorted({1.0, *(round(top ** (k / 4), 2) for k in range(1, 5))})
