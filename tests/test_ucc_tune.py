@@ -53,7 +53,9 @@ def test_bands_become_one_per_size_value_with_shared_boundaries():
 @pytest.mark.parametrize("bands", [
     [BANDS[0], {"from_bytes": 1024, "best": {AXIS: "allreduce:@knomial"}}],  # one algorithm
     [{"from_bytes": 0, "best": {AXIS: "alltoall:@0"}},
-     {"from_bytes": 1024, "best": {AXIS: "alltoall:@1"}}],  # counted x team size: not written
+     {"from_bytes": 1024, "best": {AXIS: "alltoall:@1"}}],  # x team size, no process count
+    [{"from_bytes": 0, "best": {AXIS: "gather:@0"}},
+     {"from_bytes": 1024, "best": {AXIS: "gather:@1"}}],  # root and others count differently
     [BANDS[0], {"from_bytes": 1024, "best": {AXIS: "bcast:@1"}}],  # two collectives
     [BANDS[0], {"from_bytes": 1024, "best": {AXIS: "allreduce:0-4k:@1"}}],  # already per size
 ])
@@ -61,6 +63,27 @@ def test_bands_that_do_not_fit_keep_the_single_winner(bands):
     assert ucc_ranges(bands, AXIS, "") is None
     step = {"axes": [AXIS], "bands": bands, "incumbent": {AXIS: ""}}
     assert per_size_settings([step], {AXIS: "allreduce:@knomial"}) == {AXIS: "allreduce:@knomial"}
+
+
+A2A_BANDS = [{"from_bytes": 0, "best": {AXIS: "alltoall:@pairwise"}},
+             {"from_bytes": 1024, "best": {AXIS: "alltoall:@bruck"}}]
+A2A_WRITTEN = "alltoall:[2]:0-2048:@pairwise#alltoall:[2]:2048-inf:@bruck"
+
+
+def test_whole_buffer_collectives_are_written_for_the_team_size_they_were_tuned_at():
+    """UCC counts an alltoall's or allgather's size over the whole receive buffer: IMB's bytes
+    times the processes, for teams of that size alone."""
+    assert ucc_ranges(A2A_BANDS, AXIS, "", 2) == A2A_WRITTEN
+    gathered = [{"from_bytes": 0, "best": {AXIS: "allgather:@ring"}},
+                {"from_bytes": 4096, "best": {AXIS: "allgather:@knomial"}}]
+    assert ucc_ranges(gathered, AXIS, "", 4) == (
+        "allgather:[4]:0-16384:@ring#allgather:[4]:16384-inf:@knomial")
+    assert ucc_ranges(A2A_BANDS, AXIS, "", None) is None
+    step = {"axes": [AXIS], "bands": A2A_BANDS, "incumbent": {AXIS: ""}, "processes": 2}
+    assert per_size_settings([step], {AXIS: "alltoall:@bruck"}) == {AXIS: A2A_WRITTEN}
+    # A candidate that names its own team sizes is not rewritten.
+    own = [A2A_BANDS[0], {"from_bytes": 1024, "best": {AXIS: "alltoall:[2]:@bruck"}}]
+    assert ucc_ranges(own, AXIS, "", 2) is None
 
 
 def test_a_step_writes_the_per_size_value_into_the_settings():
@@ -173,6 +196,42 @@ def test_ucc_takes_the_written_value_with_its_boundary_where_commstack_puts_it(u
     # default between the ranges, and the first range ends at 1022.
     inclusive = "allreduce:0-1023:@sra_knomial#allreduce:1024-inf:@knomial"
     assert _allreduce_map("".join(_run(ucc_bin, inclusive, tmp_path)))[0] == "0..1022"
+
+
+def _alltoall_map(bindir: Path, tune: str, tmp: Path) -> Tuple[List[str], List[int]]:
+    """IMB-MPI1 Alltoall, 256 B to 4 KiB on 2 ranks through coll/ucc: the Host ranges of
+    Alltoall in the first team's score map, and the source counts UCC traced."""
+    env = {**os.environ, "OMPI_MCA_coll_ucc_enable": "1", "OMPI_MCA_coll_ucc_priority": "100",
+           "UCC_COLL_TRACE": "info", "UCC_LOG_LEVEL": "info", ucc_tune.VARIABLE: tune}
+    proc = subprocess.run([str(bindir / "mpirun"), "--allow-run-as-root", "--oversubscribe",
+                           "-np", "2", str(bindir / "IMB-MPI1"), "-npmin", "2", "-msglog", "8:12",
+                           "-iter", "5", "Alltoall"], env=env, cwd=tmp, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = proc.stdout + proc.stderr
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if _MAP.search(line))
+    at = next(i for i in range(start, len(lines)) if lines[i].rstrip().endswith("Alltoall:"))
+    counts = [int(c) for c in re.findall(r"coll_init: Alltoall: src=\{[^,]+, (\d+), uint8", text)]
+    return re.findall(r"\{([^}]+)\}:TL_UCP:\d+", lines[at + 1]), counts
+
+
+@pytest.mark.spack
+@pytest.mark.mpi
+def test_ucc_takes_an_alltoall_value_for_its_team_size_with_the_boundary_scaled(ucc_bin,
+                                                                                  tmp_path):
+    ranges, counts = _alltoall_map(ucc_bin, A2A_WRITTEN, tmp_path)
+    # UCC counts IMB's 256 B Alltoall on 2 ranks as 512 bytes: the whole receive buffer.
+    assert min(counts) == 512 and max(counts) == 4096 * 2
+    # The written boundary, 1024 B per process x 2, is in the map: 2K ...
+    assert ranges[-1] == "2K..inf" and ranges[-2].endswith("..2047"), ranges
+    # ... because the algorithms differ there (one algorithm: no boundary), and only for teams
+    # of 2 (the same value for teams of 4 leaves this team's map as UCC's default).
+    default, _ = _alltoall_map(ucc_bin, "", tmp_path)
+    assert "2K..inf" not in default
+    assert _alltoall_map(ucc_bin, A2A_WRITTEN.replace("@bruck", "@pairwise"), tmp_path)[0] == \
+        default
+    assert _alltoall_map(ucc_bin, A2A_WRITTEN.replace("[2]", "[4]"), tmp_path)[0] == default
 
 
 PLAN = """\

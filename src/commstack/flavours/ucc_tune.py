@@ -24,7 +24,13 @@ What UCC 1.3.0 does with message ranges (read from its source, tag v1.3.0):
   times the datatype size for allreduce, bcast and reduce (what IMB calls ``#bytes``), but the
   whole receive buffer (per-process bytes times the team size) for alltoall and allgather, and
   for gather and scatter it differs between root and the others; alltoallv, gatherv, scatterv
-  compare no size. Per-size values are therefore written only for :data:`BYTE_COUNTED`.
+  compare no size. Per-size values are therefore written for :data:`BYTE_COUNTED` as IMB counts
+  sizes, and for :data:`WHOLE_BUFFER` only for one team size: each range multiplied by the
+  process count the tuning ran at, behind UCC's team-size qualifier (``alltoall:[2]:0-2048:...``,
+  IMB's 1024 B on 2 ranks; UCC applies the token to teams of that size alone). Checked on the
+  local UCC 1.3.0: an IMB Alltoall of 256 B on 2 ranks is traced as ``src={..., 512, uint8}``,
+  and ``alltoall:[2]:0-2048:@pairwise#alltoall:[2]:2048-inf:@bruck`` puts the score map's
+  boundary at 2K, while the same ranges for ``[4]`` leave a 2-rank team's map as it was.
 
 Evidence: UCC's ``UCC_COLL_TRACE=info`` names the TL per call (``CL_BASIC {TL_UCP}``), never
 the algorithm, and TL/UCP logs none; ``UCC_LOG_LEVEL=info`` prints the score map at team
@@ -46,6 +52,7 @@ COLL_TYPES = ("allgather", "allgatherv", "allreduce", "alltoall", "alltoallv", "
 # ucc_mem_type_from_str (src/utils/ucc_coll_utils.c, v1.3.0): "host", not the guide's "cpu".
 MEM_TYPES = ("host", "cuda", "cuda_managed", "rocm", "rocm_managed")
 BYTE_COUNTED = ("allreduce", "bcast", "reduce")  # msgsize = count x datatype size on every rank
+WHOLE_BUFFER = ("alltoall", "allgather")  # msgsize = the receive buffer: IMB's bytes x processes
 _SIZE = re.compile(r"^(?P<n>\d+)(?P<unit>[kmgt]?)b?$", re.I)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _TEAM = re.compile(r"^\[(\d+(-(\d+|inf))?)(,\d+(-(\d+|inf))?)*\]$", re.I)
@@ -161,12 +168,15 @@ def single_algorithm(value: str) -> Optional[Tuple[str, List[str]]]:
     return colls[0], fields  # type: ignore[index]
 
 
-def per_size(pieces: List[Tuple[Optional[str], int, Optional[int]]]) -> Optional[str]:
-    """``(value or None, first, end)`` per run of sizes, in order, each value a single-algorithm
-    token of one byte-counted collective, as one value: each token gets its range
-    ``<first>-<end>`` (``end`` the next run's first size, the boundary UCC gives to the upper
-    range; ``inf`` for the last), after its collective; None (UCC's own choice) adds no token.
-    None when there is nothing per size to say or a value does not fit."""
+def per_size(pieces: List[Tuple[Optional[str], int, Optional[int]]],
+             processes: Optional[int] = None) -> Optional[str]:
+    """``(value or None, first, end)`` per run of sizes (bytes as IMB prints them), in order,
+    each value a single-algorithm token of one collective, as one value: each token gets its
+    range ``<first>-<end>`` (``end`` the next run's first size, the boundary UCC gives to the
+    upper range; ``inf`` for the last), after its collective; None (UCC's own choice) adds no
+    token. A :data:`WHOLE_BUFFER` collective needs the ``processes`` the sizes were measured at:
+    its ranges are multiplied by it, behind the team-size qualifier ``[processes]``. None when
+    there is nothing per size to say or a value does not fit."""
     if len({v for v, _, _ in pieces}) < 2:
         return None
     colls, out = set(), []
@@ -174,12 +184,18 @@ def per_size(pieces: List[Tuple[Optional[str], int, Optional[int]]]) -> Optional
         if value is None:
             continue
         found = single_algorithm(value)
-        if found is None or found[0] not in BYTE_COUNTED:
+        if found is None or found[0] not in BYTE_COUNTED + WHOLE_BUFFER:
             return None
         coll, fields = found
+        qualifiers = [_show(first, end)]
+        if coll in WHOLE_BUFFER:
+            if not processes or processes < 1 or any(f.startswith("[") for f in fields):
+                return None
+            qualifiers = [f"[{processes}]",
+                          _show(first * processes, None if end is None else end * processes)]
         colls.add(coll)
         at = next(i for i, f in enumerate(fields) if f.lower() == coll) + 1
-        out.append(":".join(fields[:at] + [_show(first, end)] + fields[at:]))
+        out.append(":".join(fields[:at] + qualifiers + fields[at:]))
     if len(colls) != 1 or not out:
         return None
     text = "#".join(out)

@@ -24,7 +24,9 @@ exports it.
   ``docs/user_guide.md``), one token per band with its message range inserted after the
   collective, ``allreduce:0-1024:@0#allreduce:1024-inf:@1``. A range ends at the next band's
   first size: UCC gives a size two ranges share to the upper one
-  (:mod:`commstack.flavours.ucc_tune`, which says why and for which collectives). Where the
+  (:mod:`commstack.flavours.ucc_tune`, which says why and for which collectives; alltoall and
+  allgather, whose size UCC counts over the whole receive buffer, get ranges times the step's
+  process count behind a team-size qualifier, ``alltoall:[2]:0-2048:@0#...``). Where the
   incumbent is unset its ranges get no token (UCC's own selection there).
 """
 
@@ -86,9 +88,11 @@ def ompi_ranges(bands: List[Dict[str, Any]], axis: str, incumbent: Any) -> Optio
     return _ranges(bands, axis, default, lambda low: f"{low}-")
 
 
-def ucc_ranges(bands: List[Dict[str, Any]], axis: str, incumbent: Any) -> Optional[str]:
+def ucc_ranges(bands: List[Dict[str, Any]], axis: str, incumbent: Any,
+               processes: Optional[int] = None) -> Optional[str]:
     """The per-size ``env.UCC_TL_UCP_TUNE`` of a step's bands, or None: the bands name a single
-    value, or a value that is not one algorithm of one collective UCC counts in bytes."""
+    value, or a value that is not one algorithm of one collective UCC can be told sizes of
+    (alltoall and allgather: only with the ``processes`` the step measured at)."""
     if axis != "env." + ucc_tune.VARIABLE or not bands:
         return None
 
@@ -101,7 +105,7 @@ def ucc_ranges(bands: List[Dict[str, Any]], axis: str, incumbent: Any) -> Option
         end = int(bands[i + 1]["from_bytes"]) if i + 1 < len(bands) else None
         chosen = band["best"].get(axis)
         pieces.append((value(incumbent) if _unset(chosen) else value(chosen), first, end))
-    return ucc_tune.per_size(pieces)
+    return ucc_tune.per_size(pieces, processes)
 
 
 def per_size_settings(steps: List[Dict[str, Any]], settings: Dict[str, Any]) -> Dict[str, Any]:
@@ -115,7 +119,7 @@ def per_size_settings(steps: List[Dict[str, Any]], settings: Dict[str, Any]) -> 
         bands, incumbent = step.get("bands") or [], (step.get("incumbent") or {}).get(axes[0])
         value = (intel_ranges(bands, axes[0], incumbent)
                  or ompi_ranges(bands, axes[0], incumbent)
-                 or ucc_ranges(bands, axes[0], incumbent))
+                 or ucc_ranges(bands, axes[0], incumbent, step.get("processes")))
         if value is not None:
             out[axes[0]] = value
     return out

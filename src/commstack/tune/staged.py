@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Optional, Set, Tuple
 
 import yaml
 
@@ -357,10 +357,12 @@ def _sweep(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axes:
     return result.ran
 
 
-def measurements(campaign_dir: Path, axes: List[str], benchmark: Optional[str]
+def measurements(campaign_dir: Path, axes: List[str], benchmark: Optional[str],
+                 processes: Optional[Set[int]] = None
                  ) -> Dict[Tuple, Dict[Optional[int], List[float]]]:
     """Per candidate (tuple of axis values) and message size: the metric of every repeat, taken
-    from the rows at the largest process count of the case's benchmark."""
+    from the rows at the largest process count of the case's benchmark (each record's such
+    count is added to ``processes`` when given)."""
     found: Dict[Tuple, Dict[Optional[int], List[float]]] = {}
     by_record: Dict[str, Tuple[dict, List[dict]]] = {}
     for rec, row in result_rows(Campaign(campaign_dir).records()):
@@ -369,6 +371,8 @@ def measurements(campaign_dir: Path, axes: List[str], benchmark: Optional[str]
             by_record.setdefault(id(rec), (rec, []))[1].append(row)
     for rec, rows in by_record.values():
         top = max((r.get("np") or 0) for r in rows)
+        if processes is not None and top:
+            processes.add(top)
         key = tuple(rec.params.get(ax) for ax in axes)
         for row in rows:
             metric = metric_of(row, rec.benchmark)
@@ -384,7 +388,8 @@ def _decide(plan: TunePlan, step: Step, case: Dict[str, Any], incumbent: Dict[st
             step_dir: Path) -> dict:
     benchmark = case.get("benchmarks", (plan.base.get("parameters") or {}).get("benchmarks"))
     single = benchmark if isinstance(benchmark, str) and " " not in benchmark else None
-    data = measurements(step_dir, step.axes, single)
+    tops: Set[int] = set()
+    data = measurements(step_dir, step.axes, single, tops)
     key = tuple(incumbent[ax] for ax in step.axes)
     if key not in data:
         raise MatrixError(f"{step_dir}: the incumbent {incumbent} has no successful runs; "
@@ -411,6 +416,9 @@ def _decide(plan: TunePlan, step: Step, case: Dict[str, Any], incumbent: Dict[st
         "bands": [{"from_bytes": b.first, "to_bytes": b.last, "best": named(b.best),
                    "gain": b.gain} for b in outcome.bands],
         "per": step.per,
+        # The one process count the sizes were measured at (None: several): UCC's per-size
+        # alltoall/allgather ranges are written for that team size alone.
+        "processes": next(iter(tops)) if len(tops) == 1 else None,
         "per_group": {str(v): named(o.winner) for v, o in per_group.items()},
         "candidates": len(data),
     }
