@@ -21,13 +21,14 @@ from commstack.errors import CampaignError
 from commstack.markdown_table import table
 from commstack.matrix.model import DEVIATION
 from commstack.report import from_index
-from commstack.report.drawing import MAX_LINES, Drawer
+from commstack.report.drawing import Drawer
 from commstack.report.load import Loaded, Samples, load
 from commstack.report.numbers import MARKERS, OVERSUBSCRIBED
 from commstack.report.rehearsal_banner import banner
 from commstack.report.repeats import how_repeats_were_taken
 from commstack.report.studies import STUDIES, Context, Study
 from commstack.report.tables import (
+    MAX_LINES,
     Section,
     by_stack_summary,
     sections,

@@ -23,9 +23,7 @@ from commstack.store.files import replace
 
 HASHES = ".figures.json"
 # Bump when the drawing code changes what a plot looks like: every plot is drawn again.
-VERSION = "3"
-MAX_LINES = 12  # more lines than this are not read; the rest go to the heat map
-BEST = 8        # with more settings: the best few, plus the defaults (up to MAX_LINES in all)
+VERSION = "4"  # 4: titles at a fixed place
 
 
 def pyplot():

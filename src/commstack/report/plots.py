@@ -32,9 +32,8 @@ from matplotlib.ticker import (  # noqa: E402
 
 from commstack.benchmarks import registry  # noqa: E402
 from commstack.report.defaults import has_default, is_default  # noqa: E402
-from commstack.report.drawing import BEST, MAX_LINES  # noqa: E402,F401  (MAX_LINES: for readers)
 from commstack.report.numbers import plain  # noqa: E402
-from commstack.report.tables import Section, units  # noqa: E402
+from commstack.report.tables import BEST, MAX_LINES, Section, units  # noqa: E402
 
 BAND_ALPHA = 0.18
 

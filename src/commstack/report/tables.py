@@ -19,6 +19,11 @@ from commstack.markdown_table import table
 from commstack.report.numbers import Resolution, cell, unclean_markers
 from commstack.store.record import Record
 
+# A section's plot: at most MAX_LINES lines (more are not read; the rest go to the heat map);
+# with more settings, the BEST few plus the defaults (up to MAX_LINES in all).
+MAX_LINES = 12
+BEST = 8
+
 # Parameters that never label a line (constant by construction or not a knob).
 _NOT_LABELS = {*SUMMARY_FIELDS, *registry.all_row_keys(), "subrun_of", "label"}
 
