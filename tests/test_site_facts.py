@@ -162,6 +162,38 @@ def test_lock_roots_are_the_environments_specs(machine: str) -> None:
         f"{machine}")
 
 
+
+def roots_reaching(lock: dict, package: str) -> List[str]:
+    """The lock's root specs with `package` anywhere in their DAG."""
+    nodes = lock["concrete_specs"]
+    memo: Dict[str, bool] = {}
+
+    def reaches(digest: str) -> bool:
+        if digest not in memo:
+            memo[digest] = False  # a DAG; guards against a damaged lock's cycle
+            node = nodes[digest]
+            memo[digest] = node["name"] == package or any(
+                reaches(d["hash"]) for d in node.get("dependencies", []))
+        return memo[digest]
+
+    return [r["spec"] for r in lock["roots"] if reaches(r["hash"])]
+
+
+def test_betzy_default_stacks_do_not_need_hcoll() -> None:
+    """The only HCOLL a Betzy source names is HPC-X 2.7.0's of 2020 (VERIFY after the 2024
+    reinstall); without it Open MPI's configure fails. Only the opt-in part built on
+    `ompi_hcoll` may reach it, and only its own view may select that Open MPI."""
+    env = yaml.safe_load((REPO / "environments" / "betzy" / "spack.yaml").read_text())["spack"]
+    opt_in = _expand({"definitions": env["definitions"], "specs": [
+        e for e in env["specs"] if isinstance(e, dict) and "$^ompi_hcoll" in e["matrix"][-1]]})
+    assert opt_in, "the opt-in HCOLL part (matrix over $^ompi_hcoll) is gone"
+    assert Counter(canonical(s) for s in roots_reaching(_lock("betzy"), "hcoll")) == Counter(
+        canonical(s) for s in opt_in)
+    for name, view in env["view"].items():
+        hcoll = [s for s in view["select"] if "hcoll" in s]
+        assert bool(hcoll) == (name == "ompi-hcoll"), (name, hcoll)
+
+
 # --- one software generation per site --------------------------------------------------------
 
 
