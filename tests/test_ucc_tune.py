@@ -143,14 +143,14 @@ _TRACE = re.compile(r"coll_init: Allreduce sum: src=\{[^,]+, (\d+), float32, Hos
 _ROW = re.compile(r"^\s*(\d+)\s+\d+\s+\d+\.\d+", re.M)
 
 
-def _run(bindir: Path, tune: str, tmp: Path) -> Tuple[str, str]:
-    """IMB-MPI1 Allreduce, 256 B to 4 KiB on 2 ranks through coll/ucc with UCC's trace and log;
-    (stdout, stderr)."""
+def _run(bindir: Path, tune: str, tmp: Path, benchmark: str = "Allreduce") -> Tuple[str, str]:
+    """IMB-MPI1 ``benchmark``, 256 B to 4 KiB on 2 ranks through coll/ucc with UCC's trace and
+    log; (stdout, stderr)."""
     env = {**os.environ, "OMPI_MCA_coll_ucc_enable": "1", "OMPI_MCA_coll_ucc_priority": "100",
            "UCC_COLL_TRACE": "info", "UCC_LOG_LEVEL": "info", ucc_tune.VARIABLE: tune}
     proc = subprocess.run([str(bindir / "mpirun"), "--allow-run-as-root", "--oversubscribe",
                            "-np", "2", str(bindir / "IMB-MPI1"), "-npmin", "2", "-msglog", "8:12",
-                           "-iter", "5", "Allreduce"], env=env, cwd=tmp, capture_output=True,
+                           "-iter", "5", benchmark], env=env, cwd=tmp, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout, proc.stderr
@@ -199,16 +199,9 @@ def test_ucc_takes_the_written_value_with_its_boundary_where_commstack_puts_it(u
 
 
 def _alltoall_map(bindir: Path, tune: str, tmp: Path) -> Tuple[List[str], List[int]]:
-    """IMB-MPI1 Alltoall, 256 B to 4 KiB on 2 ranks through coll/ucc: the Host ranges of
-    Alltoall in the first team's score map, and the source counts UCC traced."""
-    env = {**os.environ, "OMPI_MCA_coll_ucc_enable": "1", "OMPI_MCA_coll_ucc_priority": "100",
-           "UCC_COLL_TRACE": "info", "UCC_LOG_LEVEL": "info", ucc_tune.VARIABLE: tune}
-    proc = subprocess.run([str(bindir / "mpirun"), "--allow-run-as-root", "--oversubscribe",
-                           "-np", "2", str(bindir / "IMB-MPI1"), "-npmin", "2", "-msglog", "8:12",
-                           "-iter", "5", "Alltoall"], env=env, cwd=tmp, capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    text = proc.stdout + proc.stderr
+    """IMB-MPI1 Alltoall (as :func:`_run`): the Host ranges of Alltoall in the first team's
+    score map, and the source counts UCC traced."""
+    text = "".join(_run(bindir, tune, tmp, "Alltoall"))
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if _MAP.search(line))
     at = next(i for i in range(start, len(lines)) if lines[i].rstrip().endswith("Alltoall:"))

@@ -21,28 +21,29 @@ MAX_COMPARISONS = 200  # the newest ones; a store of more reruns lists these
 SHOWN_REGRESSIONS = 5  # per comparison, the strongest
 
 
-def chains(search: Sequence[Path]) -> List[List[Path]]:
-    """The dated campaigns under ``search`` grouped by matrix, oldest first, groups of two or
-    more only."""
+def chains(search: Sequence[Path]) -> List[List[Tuple[float, Path]]]:
+    """The dated campaigns under ``search`` as (date, campaign), grouped by matrix, oldest
+    first, groups of two or more only."""
     by_matrix: Dict[str, List[Tuple[float, str, Path]]] = {}
     for root in campaigns(search):
         digest, when = baseline.matrix_digest(root), baseline.campaign_date(root)
         if digest is not None and when is not None:
             by_matrix.setdefault(digest, []).append((when, str(root), root))
-    return [[root for *_, root in sorted(runs)] for runs in by_matrix.values() if len(runs) > 1]
+    return [[(when, root) for when, _, root in sorted(runs)]
+            for runs in by_matrix.values() if len(runs) > 1]
 
 
 def _name(root: Path) -> str:
     return f"{root.parent.name}/{root.name}"
 
 
-def _row(before: Path, after: Path) -> Dict[str, Any]:
+def _row(before: Path, after: Path, date: float) -> Dict[str, Any]:
     cmp = compare.compare(load_figures(before), load_figures(after))
     broad = cmp.broad
     worst = sorted(cmp.regressions, key=lambda m: -m.slowdown)[:SHOWN_REGRESSIONS]
     labels = varying([m.a for m in cmp.matches]) or cmp.keys
     return {"machine": after.parent.name, "campaign": _name(after), "baseline": _name(before),
-            "date": baseline.campaign_date(after), "figures": len(cmp.matches),
+            "date": date, "figures": len(cmp.matches),
             "regressions": len(cmp.regressions),
             "improvements": cmp.count(compare.IMPROVEMENT),
             "slowdown": round(broad.ratio, 4) if broad.testable else None,
@@ -56,7 +57,7 @@ def _row(before: Path, after: Path) -> Dict[str, Any]:
 def comparisons(search: Sequence[Path]) -> List[Dict[str, Any]]:
     """One row per campaign with an earlier one of its matrix: its verdict against that one
     (at most :data:`MAX_COMPARISONS`, the newest)."""
-    pairs = [(before, after) for chain in chains(search)
-             for before, after in zip(chain, chain[1:])]
-    pairs.sort(key=lambda pair: baseline.campaign_date(pair[1]) or 0.0, reverse=True)
-    return [_row(before, after) for before, after in pairs[:MAX_COMPARISONS]]
+    pairs = [(when, before, after) for chain in chains(search)
+             for (_, before), (when, after) in zip(chain, chain[1:])]
+    pairs.sort(key=lambda pair: pair[0], reverse=True)  # each campaign's date read once
+    return [_row(before, after, when) for when, before, after in pairs[:MAX_COMPARISONS]]

@@ -130,9 +130,7 @@ class Scan:
         if key in self.done:
             return DONE
         found = self.attempts.get(key, [])
-        statuses = [status for _, status in found]
-        if "ok" in statuses:
-            return DONE
+        statuses = [status for _, status in found]  # none ok: those are in ``done``
         if any(s is None and Attempt(Path(folder), repeat, 0).is_locked() for folder, s in found):
             return RUNNING
         if statuses and statuses[-1] in FAILURES:
