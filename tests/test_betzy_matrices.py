@@ -38,6 +38,12 @@ MATRICES = {
     "betzy_halfcores_staged_vs_standard": REPO / "matrices" / "betzy" / "halfcores.yaml",
 }
 TOOLCHAINS = {"openmpi": "ompi", "intelmpi": "impi"}
+# Runs of the study that its published file does not tabulate, planned as bench.xml ran them:
+# (executable, toolchain, algorithm) per file. Halfcores: bench.xml tags impi with halfcores
+# (I_MPI_PIN_PROCESSOR_LIST every second core); the file has no impi column.
+UNTABULATED = {"betzy_halfcores_staged_vs_standard": {("benchmark_mpi_comm", "impi", "standard")}}
+# bench.xml's Intel MPI pinning per file: I_MPI_PIN_PROCESSOR_LIST=$(seq -s, 0 <step> 127)
+IMPI_PIN_STEP = {"betzy_allcores_27nodes": 1, "betzy_halfcores_staged_vs_standard": 2}
 STAGED = "_staged"
 Key = Tuple[str, str, str, str, int, int]  # executable, toolchain, algorithm, order, halo, nfields
 
@@ -147,6 +153,10 @@ def test_nothing_extra_beyond_the_cells_and_their_mpicart_twins(study):
     assert set(kinds) == {"hwcart", "mpicart"}, kinds
     hwcart = [point_key(p, p["params"]["order"]) for p in points
               if p["params"]["decomposition"] == "hwcart"]
+    grid = {k[3:] for k in cells}  # (order, halo, nfields) of the file's cells
+    extra = {run + g for run in UNTABULATED.get(stem, ()) for g in grid}
+    assert not extra & cells, f"{stem}: an untabulated run is in the file"
+    cells |= extra
     assert sorted(hwcart) == sorted(cells), f"{stem}: hwcart points differ from the cells"
     for nan in nan_cells(parsed):  # GHEX with impi: not run upstream, nothing to rerun
         assert nan not in hwcart, f"{stem}: a point for a NaN cell {nan}"
@@ -192,3 +202,18 @@ def test_each_stack_runs_its_own_build(study):
         # nothing is unresolved but the missing installation (review mode, not on Betzy)
         for reason in point["unresolved"]:
             assert "is not installed" in reason or "not found in" in reason, reason
+
+
+def test_intel_mpi_is_pinned_as_bench_xml_pinned_it(study):
+    """bench.xml's mpi_params_impi: I_MPI_PIN_PROCESSOR_LIST=$(seq -s, 0 2 127) at halfcores,
+    $(seq -s, 0 1 127) at allcores (machine.yaml: mapping.block.intelmpi with its own spread
+    map); no pin domain that would make Intel MPI ignore the list; shm:ofi as there."""
+    stem, _, points = study
+    impi = [p for p in points if p["flavour"] == "intelmpi"]
+    assert impi, f"{stem}: no Intel MPI point"
+    want = ",".join(str(c) for c in range(0, 128, IMPI_PIN_STEP[stem]))
+    for point in impi:
+        assert point["env"]["I_MPI_PIN_PROCESSOR_LIST"] == want, point["point_id"]
+        assert "I_MPI_PIN_DOMAIN" not in point["env"]
+        assert point["env"]["I_MPI_FABRICS"] == "shm:ofi"
+        assert point["params"]["executable"] == "benchmark_mpi_comm"

@@ -158,10 +158,18 @@ def _expected(machine: str, flavour: str, path: str, mapping: str, bin_dir: Path
     cores = node["sockets"] * node["cores_per_socket"]
     cpus_per_task = f"--cpus-per-task={max(1, node.get('threads_per_core', 1) * (cores // 4))}"
     binding = "--cpu-bind=verbose,cores"
-    if "cpu_map" in ((facts.get("mapping") or {}).get(mapping) or {}):
+    declared = (facts.get("mapping") or {}).get(mapping) or {}
+    if "cpu_map" in declared:
         c = node["cores_per_socket"]
         cpus = f"0,1,{c},{c + 1}" if mapping == "block" else f"0,{c},1,{c + 1}"
         binding = f"--cpu-bind=verbose,map_cpu:{cpus}"
+        args = args.replace("{cpus}", cpus)
+        env = {k: v.replace("{cpus}", cpus) for k, v in env.items()}
+    own_map = ((declared.get(flavour) or {}) if isinstance(declared.get(flavour), dict)
+               else {}).get("cpu_map")
+    if own_map:  # the flavour's own map fills its {cpus} only
+        assert own_map["order"] == "spread", own_map  # the one order a machine uses here
+        cpus = ",".join(str(r * cores // 4) for r in range(4))  # 4 ranks evenly over the cores
         args = args.replace("{cpus}", cpus)
         env = {k: v.replace("{cpus}", cpus) for k, v in env.items()}
     launcher = (facts.get("launchers") or {}).get(flavour) or {}

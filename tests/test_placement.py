@@ -365,3 +365,45 @@ def test_a_run_placed_against_its_mapping_is_flagged_never_ok(local_imb_bins, tm
     retried = [r for r in records(root) if r["attempt"] == 2]
     assert len(retried) == n and {r["status"] for r in retried} == {"placement-mismatch"}
     assert json.loads((root / "campaign.json").read_text())["benchmark"] == "imb-mpi1"
+
+
+SPREAD_PLACEMENT = """
+mapping:
+  block:
+    intelmpi: {env: {I_MPI_PIN_PROCESSOR_LIST: "{cpus}"}, cpu_map: {order: spread, one_rank: 1}}
+"""
+
+
+@pytest.mark.mpi
+def test_a_flavours_own_cpu_map_pins_intel_mpi_and_is_verified(local_imb_bins, tmp_path,
+                                                               monkeypatch):
+    """machine.yaml's mapping.<m>.intelmpi.cpu_map (Betzy's bench.xml processor list): Intel MPI
+    gets the map as I_MPI_PIN_PROCESSOR_LIST and the record checks each rank on its CPU of the
+    map. One rank per node with one_rank 1 puts it on CPU 1, which Intel MPI's own block would
+    not (CPU 0): the verdict is the map's, read from Intel MPI's pin report."""
+    if "intelmpi" not in local_imb_bins:
+        pytest.skip("skipped: no Intel MPI (pip impi-rt) here")
+    site = tmp_path / "site" / "local"
+    site.mkdir(parents=True)
+    facts = (REPO / "site-configs" / "local" / "machine.yaml").read_text()
+    (site / "machine.yaml").write_text(facts[:facts.index("\nmapping:")] + SPREAD_PLACEMENT)
+    monkeypatch.setenv("COMMSTACK_SITE_CONFIGS", str(site.parent))
+    matrix = _matrix(tmp_path, {"intelmpi": local_imb_bins["intelmpi"]}, "spread")
+    text = matrix.read_text().replace("ranks_per_node: 2}", "}").replace(
+        "mapping: [block, cyclic]", "mapping: [block]\n  ranks_per_node: [1, 2]")
+    matrix.write_text(text)
+    run = commstack("run", str(matrix), "--out", str(tmp_path / "results"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    recs = {r["params"]["ranks_per_node"]: r
+            for r in records(tmp_path / "results" / "local" / "spread")}
+    assert sorted(recs) == [1, 2]
+    for k, cpus in ((1, [1]), (2, [0, 1])):
+        placement = recs[k]["placement"]
+        assert [r["cpus"] for r in placement["ranks"]] == [[c] for c in cpus], placement
+        if _this_node_numa_domains() is None:  # no hwloc: CPUs compared, cores cannot be
+            assert placement["summary"] == ("not verifiable: no topology: cores not compared, "
+                                            "only CPUs"), placement["summary"]
+            continue
+        assert placement["verdict"] == "verified", placement["summary"]
+        assert f"every rank on its CPU of the machine's map ({', '.join(map(str, cpus))})" \
+            in placement["summary"]

@@ -124,7 +124,7 @@ def placement_for(point: Point, stack: ResolvedStack, machine: Optional[Machine]
         placement = flavour.placement(mapping, declared)
     except FlavourError as exc:
         raise LaunchError(f"point {point.id}: stack {stack.name!r}: {exc}") from None
-    cpu_map = machine.cpu_map(mapping) if machine and mapping else None
+    cpu_map = machine.cpu_map(mapping, flavour.name) if machine and mapping else None
     if cpu_map is None:
         return placement
     try:
@@ -136,10 +136,11 @@ def placement_for(point: Point, stack: ResolvedStack, machine: Optional[Machine]
 def mapped_cpus(point: Point, machine: Optional[Machine], flavour: Optional[str] = None
                 ) -> Optional[Tuple[int, ...]]:
     """Each local rank's CPU by machine.yaml's mapping.<m>.cpu_map, or None when it has none;
-    with ``flavour`` (its own launcher places the ranks) only when that flavour's declared
-    placement uses the map ({cpus} or {ranks_per_socket})."""
+    with ``flavour`` (its own launcher places the ranks) by that flavour's own cpu_map when it
+    declares one, and only when its declared placement uses the map ({cpus} or
+    {ranks_per_socket})."""
     mapping = point.get("mapping")
-    cpu_map = machine.cpu_map(mapping) if machine and mapping else None
+    cpu_map = machine.cpu_map(mapping, flavour) if machine and mapping else None
     if cpu_map is None:
         return None
     if flavour is not None:

@@ -59,18 +59,21 @@ class Machine:
         args = self.placement(mapping).get("srun")
         return None if args is None else [str(a) for a in args]
 
-    def cpu_map(self, mapping: str) -> Optional[CpuMap]:
-        """mapping.<m>.cpu_map over this node type's sockets, NUMA domains and cores, or None
-        when not declared."""
-        declared = self.placement(mapping).get("cpu_map")
+    def cpu_map(self, mapping: str, flavour: Optional[str] = None) -> Optional[CpuMap]:
+        """mapping.<m>.<flavour>.cpu_map (the flavour's own, with ``flavour``), else
+        mapping.<m>.cpu_map, over this node type's sockets, NUMA domains and cores; None when
+        neither is declared."""
+        own = self.placement(mapping).get(flavour) if flavour else None
+        declared, key = ((own["cpu_map"], f"mapping.{mapping}.{flavour}.cpu_map")
+                         if isinstance(own, dict) and "cpu_map" in own
+                         else (self.placement(mapping).get("cpu_map"), f"mapping.{mapping}.cpu_map"))
         if declared is None:
             return None
         try:
             return CpuMap.from_facts(declared, self.node)
         except CpuMapError as exc:
             where = f" (node type {self.node_type})" if self.node_type else ""
-            raise MachineError(f"{self.path or self.name}: mapping.{mapping}.cpu_map{where}: "
-                               f"{exc}") from None
+            raise MachineError(f"{self.path or self.name}: {key}{where}: {exc}") from None
 
     def flavour_placement(self, flavour: str, mapping: str) -> Optional[Placement]:
         """mapping.<m>.<flavour>: a list is its launcher's arguments; a mapping gives args and

@@ -8,6 +8,10 @@ first core (NPS1, k=4: 0,1,18,19; NPS2, k=8: 0,1,9,10,18,19,27,28); its cyclic d
 round-robin over the domains (NPS1: 0,18,1,19,...; NPS2: 0,9,18,27,1,10,...); one rank per node
 sits on the NIC's socket (map_cpu:18).
 
+GHEX-BENCH's Betzy runs (ghexbench run/betzy/compute/bench.xml) pin Intel MPI with
+I_MPI_PIN_PROCESSOR_LIST=$(seq -s, 0 2 127) at 64 ranks per node and $(seq -s, 0 1 127) at 128:
+``spread`` lays k ranks evenly over the node's cores, rank r on core r * cores / k.
+
 The domains are node.sockets x node.numa_per_socket, each of cores_per_socket / numa_per_socket
 cores, numbered domain by domain (domain d holds d*cores_per_domain ...), as Linux numbers the
 first hardware thread of each core; a rank's CPU is its core's first hardware thread.
@@ -18,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
-ORDERS = ("block", "cyclic")
+ORDERS = ("block", "cyclic", "spread")
 
 
 class CpuMapError(ValueError):
@@ -73,6 +77,11 @@ class CpuMap:
             if not 0 <= cpu < self.cores:
                 raise CpuMapError(f"one_rank: CPU {cpu} is not one of the node's {self.cores}")
             return (cpu,)
+        if self.order == "spread":
+            if self.cores % k:
+                raise CpuMapError(f"spread lays ranks evenly over the node's {self.cores} cores; "
+                                  f"{k} ranks per node do not divide them")
+            return tuple(r * (self.cores // k) for r in range(k))
         size = self.cores_per_domain
         if self.order == "cyclic":
             return tuple((r % self.domains) * size + r // self.domains for r in range(k))
