@@ -407,3 +407,14 @@ def test_a_flavours_own_cpu_map_pins_intel_mpi_and_is_verified(local_imb_bins, t
         assert placement["verdict"] == "verified", placement["summary"]
         assert f"every rank on its CPU of the machine's map ({', '.join(map(str, cpus))})" \
             in placement["summary"]
+
+
+def test_spread_lays_ranks_evenly_over_the_cores_and_refuses_an_uneven_count():
+    """Betzy's bench.xml lists: seq 0 2 127 at 64 ranks per node, seq 0 1 127 at 128."""
+    from commstack.placement.cpu_map import CpuMap, CpuMapError
+    betzy = CpuMap("spread", sockets=2, cores_per_socket=64, numa_per_socket=4)
+    assert betzy.cpus(64) == tuple(range(0, 128, 2))
+    assert betzy.cpus(128) == tuple(range(128))
+    assert betzy.cpus(4) == (0, 32, 64, 96)
+    with pytest.raises(CpuMapError, match="48 ranks per node do not divide them"):
+        betzy.cpus(48)
