@@ -183,7 +183,7 @@ def test_query_prints_the_planted_violation_with_the_report_sections_evidence(tm
     root = _campaign(tmp_path / "results" / "local" / "planted",
                      {"s0": text, "s1": _planted(text, "MPI_Allreduce", 1024, FACTOR)})
     run = commstack("query", str(root), "--guidelines")
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 1, run.stderr  # a violation: exit 1, as compare on a regression
     rows = _table_rows(run.stdout)
     assert rows[0] == ("| setting | guideline | m [bytes] | collective | composition | "
                        "ratio [interval] | p (Holm) | verdict |")
@@ -208,7 +208,7 @@ def test_query_prints_the_planted_violation_with_the_report_sections_evidence(tm
     assert _table_rows(report[start:end if end > 0 else None]) == rows
 
     csv_run = commstack("query", str(root), "--guidelines", "--csv")
-    assert csv_run.returncode == 0, csv_run.stderr
+    assert csv_run.returncode == 1, csv_run.stderr
     import csv
     import io
 

@@ -19,7 +19,8 @@ sub-runs are compared only among themselves, and marked (⚠ov, ⚠sub). A setti
 parameters that differ between the machine's points.
 
 --guidelines: the report's guideline check (:mod:`commstack.cli.query_guidelines`), read from the
-records and run outputs themselves (no index needed).
+records and run outputs themselves (no index needed). Exit status 1 when a guideline is violated
+(as `compare` on a regression), 0 when none is.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def register(p: argparse.ArgumentParser) -> None:
                       help="a DuckDB query over the view `rows` (the index's columns)")
     what.add_argument("--guidelines", action="store_true",
                       help="the self-consistent performance guidelines (e.g. Allreduce <= Reduce "
-                           "+ Bcast) the campaigns violate, with their evidence")
+                           "+ Bcast) the campaigns violate, with their evidence; exit 1 on a violation")
     p.add_argument("--benchmark", help="with --best-per-size: the matrix benchmark (imb-mpi1, osu, ...)")
     p.add_argument("--test", help="with --best-per-size: the row's benchmark (Allreduce, osu_latency, ...)")
     p.add_argument("--csv", action="store_true", help="CSV instead of a Markdown table")
@@ -94,7 +95,8 @@ def _guidelines(campaigns: List[Path], args: argparse.Namespace) -> int:
         sys.stdout.write(to_csv(*query_guidelines.csv_rows(done)))
     else:
         sys.stdout.write("\n".join(query_guidelines.markdown(done, unchecked, rules)) + "\n")
-    return 0
+    # as compare exits 1 on a regression: a CI step can gate on a violated guideline
+    return 1 if query_guidelines.violated(done) else 0
 
 
 def _align(width: int, rows: Sequence[Sequence[Any]]) -> str:

@@ -36,6 +36,11 @@ def checks(campaigns: Sequence[Path]) -> Tuple[List[G.Check], List[str], List[G.
     return done, unchecked, rules
 
 
+def violated(done: Sequence[G.Check]) -> bool:
+    """Whether any check found a violation (after the correction for the number of checks)."""
+    return bool(G.violations(done))
+
+
 def markdown(done: Sequence[G.Check], unchecked: Sequence[str],
              rules: Sequence[G.Guideline]) -> List[str]:
     """The answer as text: the violations with their evidence, or that none was found."""
