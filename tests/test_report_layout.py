@@ -271,6 +271,17 @@ def test_gasnet_tables_show_the_runs_median_beside_the_papers_number():
                               f"[{c.low:.2f}–{c.high:.2f}] (6) |")
     ofi_row = next(line for line in lines if line.startswith("| I_MPI_FABRICS=ofi |"))
     assert " μs ⚠ov | " in ofi_row and " (3) | " in ofi_row and "[" not in ofi_row
+    # the medians' ratio to the baseline (ofi, the first configuration): the statistics
+    # module's shift, without an interval where a side has 3 runs
+    ratio = stats.shift([t * (1 + 8 / 1e4) for t in (5.2, 5.0, 5.4)], eight).ratio
+    assert f" | {min(eight) / 5.0 / (1 + 8 / 1e4):.2f} | {ratio:.2f} | " in shm_row, shm_row
+    assert ofi_row.count(" | 1.00 | 1.00 |") == 2, ofi_row
+    # six runs a side: the medians' ratio with its bootstrap interval (compare's)
+    six = gasnet.latency(records[:6] + [rma("ofi", r, t, False)
+                                        for r, t in enumerate([5.2, 5.0, 5.4, 5.1, 5.3, 5.6], 1)])
+    shm_six = next(line for line in gasnet.latency_table(six)
+                   if line.startswith("| I_MPI_FABRICS=shm |"))
+    assert re.search(r"\| 0\.0\d \[0\.0\d–0\.0\d\] \|", shm_six), shm_six
     notes = " ".join(gasnet.notes([(s, 8) for s in lat]))
     assert "2 of 4 such cells have fewer than 6 runs" in notes and "`⚠ov` oversubscribed" in notes
     peak = [row for row in gasnet.saturation(gasnet.bandwidth(records))

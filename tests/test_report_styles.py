@@ -229,8 +229,9 @@ def test_gasnet_latency_is_min_over_runs_with_ratios(gasnet):
     assert "## RMA performance (GASNet-EX paper style)" in report
     assert "![flood bandwidth](gasnet_flood_bandwidth.png)" in report
     runs = "runs: median [95 % interval] (n) [μs]"
-    assert (f"| configuration | 8-byte RMA Put latency | {runs} | ratio | 8-byte RMA Get latency "
-            f"| {runs} | ratio |") in report
+    medians = "ratio of the runs' medians [95 % interval]"
+    assert (f"| configuration | 8-byte RMA Put latency | {runs} | ratio | {medians} | 8-byte RMA "
+            f"Get latency | {runs} | ratio | {medians} |") in report
     base = lat[("FI_PROVIDER=shm, I_MPI_FABRICS=shm", "Get")].points[8]
     assert (f"| FI_PROVIDER=tcp, I_MPI_FABRICS=ofi | "
             f"{lat[('FI_PROVIDER=tcp, I_MPI_FABRICS=ofi', 'Put')].points[8]:.2f} μs") in report
@@ -239,7 +240,13 @@ def test_gasnet_latency_is_min_over_runs_with_ratios(gasnet):
     # give no interval, and the table's note says it needs six.
     assert f"| {min(samples):.2f} μs | {statistics.median(samples):.2f} (2) | " in report
     assert re.search(r"\| FI_PROVIDER=shm, I_MPI_FABRICS=shm \| [\d.]+ μs \| [\d.]+ \(2\) \| "
-                     r"1\.00 \| [\d.]+ μs \| [\d.]+ \(2\) \| 1\.00 \|", report)
+                     r"1\.00 \| 1\.00 \| [\d.]+ μs \| [\d.]+ \(2\) \| 1\.00 \| 1\.00 \|", report)
+    # two runs a side: the medians' ratio without an interval (the medians have none)
+    tcp_base = [row["t_us"] for r in recs if r["params"]["I_MPI_FABRICS"] == "shm"
+                for row in r["parsed"] if row["benchmark"] == "Unidir_get"
+                and row["mode"] == "non-aggregate" and row["bytes"] == 8]
+    ratio = statistics.median(samples) / statistics.median(tcp_base)
+    assert f"| {tcp_get.points[8] / base:.2f} | {ratio:.2f} |" in report
     assert "4 of 4 such cells have fewer than 6 runs and show no interval: the interval needs " \
         "6 runs" in report
     png = gasnet / "report" / "gasnet_flood_bandwidth.png"

@@ -25,6 +25,7 @@ three benchmarks side by side: run each as its own campaign and report them toge
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -65,6 +66,7 @@ class Series:
     ranges: Dict[int, Tuple[float, float]] = field(default_factory=dict)  # bytes -> min, max
     centers: Dict[int, stats.Center] = field(default_factory=dict)  # bytes -> the runs' median
     markers: Dict[int, Tuple[str, ...]] = field(default_factory=dict)  # bytes -> ⚠ov, ⚠sub
+    samples: Dict[int, Tuple[float, ...]] = field(default_factory=dict)  # bytes -> runs
 
     @property
     def label(self) -> str:
@@ -93,7 +95,9 @@ def _series(records: List[Record], metric: str, mode: str, ops: Dict[str, Tuple[
         series = out.setdefault(key, Series(key[1], op, {}, len(f.samples), library))
         series.points[int(f.row["bytes"])] = scale(best(f.samples))
         series.ranges[int(f.row["bytes"])] = (scale(min(f.samples)), scale(max(f.samples)))
-        series.centers[int(f.row["bytes"])] = stats.describe([scale(v) for v in f.samples], rate)
+        scaled = tuple(scale(v) for v in f.samples)
+        series.samples[int(f.row["bytes"])] = scaled
+        series.centers[int(f.row["bytes"])] = stats.describe(scaled, rate)
         series.markers[int(f.row["bytes"])] = tuple(unclean_markers(f.oversubscribed, f.subrun))
         series.runs = min(series.runs, len(f.samples))
     return sorted(out.values(), key=lambda s: (s.library != GASNET, s.config, s.op))
@@ -189,11 +193,31 @@ def latency_table(series: List[Series], size: int = LATENCY_BYTES) -> List[str]:
             cells += [" ".join([f"{_microseconds(value)} μs", *marks]) if value is not None
                       else "n/a",
                       _runs(mine, size, _microseconds),
-                      f"{value / ref:.2f}" if value is not None and ref else "n/a"]
+                      f"{value / ref:.2f}" if value is not None and ref else "n/a",
+                      _medians_ratio(by.get((*base, op)), mine, size)]
         rows.append([_name(library, config, series), *cells])
     return table(["configuration", f"{size}-byte RMA Put latency", f"{RUNS} [μs]", "ratio",
-                  f"{size}-byte RMA Get latency", f"{RUNS} [μs]", "ratio"], rows,
-                 align="lrrrrrr")
+                  MEDIANS_RATIO, f"{size}-byte RMA Get latency", f"{RUNS} [μs]", "ratio",
+                  MEDIANS_RATIO], rows, align="lrrrrrrrr")
+
+
+MEDIANS_RATIO = "ratio of the runs' medians [95 % interval]"
+
+
+def _medians_ratio(base: Optional[Series], mine: Optional[Series], size: int) -> str:
+    """The runs' medians' ratio to the baseline's, with its bootstrap interval (the statistics
+    module's, as compare's) where both sides have enough runs for an interval of their own
+    median; the paper's ratio of minima beside it has none."""
+    if base is None or mine is None or size not in base.samples or size not in mine.samples:
+        return "n/a"
+    a, b = base.samples[size], mine.samples[size]
+    both = base.centers[size].has_interval and mine.centers[size].has_interval
+    shift = stats.shift(a, b, lower_is_better=True, interval=both)
+    if not math.isfinite(shift.ratio):
+        return "n/a"
+    bounded = both and math.isfinite(shift.low) and math.isfinite(shift.high)
+    return interval_cell(f"{shift.ratio:.2f}", f"{shift.low:.2f}" if bounded else None,
+                         f"{shift.high:.2f}" if bounded else None, None)
 
 
 def _runs(series: Optional[Series], size: int, fmt: Callable[[float], str]) -> str:
@@ -296,7 +320,9 @@ def gasnet_section(records: List[Record], out_dir: Path) -> Tuple[List[str], Lis
         lines += ["", f"Round-trip latency of {LATENCY_BYTES}-byte RMA accesses (GASNet-EX "
                   f"testsmall blocking Put/Get, IMB-RMA \"Non-aggregate\" timings), minimum over "
                   f"{min(s.runs for s in lat)} runs, as the paper, with the runs' median beside "
-                  f"it; ratio (of the minima): configuration / {baseline_name(lat)}.",
+                  f"it; ratio (of the minima): configuration / {baseline_name(lat)}. Beside it "
+                  "the ratio of the runs' medians with its 95 % bootstrap interval (as "
+                  "`compare` gives it; no interval where a side has too few runs for one).",
                   ""] + latency_table(lat)
         lines += ["", " ".join(notes([(s, LATENCY_BYTES) for s in lat]))]
         ranges = ratio_ranges(lat)
