@@ -5,6 +5,7 @@ parsed placement, and a run placed against its mapping is `placement-mismatch`, 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -13,9 +14,10 @@ from textwrap import dedent
 from typing import List, Optional
 
 import pytest
+import yaml
 
 from commstack.placement import reports
-from commstack.placement.check import verify
+from commstack.placement.check import CONTRADICTS, VERIFIED, verify
 from commstack.placement.model import Expected
 from commstack.placement.topology import parse_cpuset, parse_topology
 from tests.conftest import REPO
@@ -418,3 +420,69 @@ def test_spread_lays_ranks_evenly_over_the_cores_and_refuses_an_uneven_count():
     assert betzy.cpus(4) == (0, 32, 64, 96)
     with pytest.raises(CpuMapError, match="48 ranks per node do not divide them"):
         betzy.cpus(48)
+
+
+PPR_PLACEMENT = """
+mapping:
+  block:
+    openmpi:
+      args: ["--map-by", "ppr:{ranks_per_socket}:socket:pe={cores_per_rank}", "--bind-to", "core"]
+      cpu_map: {order: spread}
+"""
+
+
+@pytest.mark.mpi
+def test_open_mpis_ppr_placeholders_launch_and_are_checked_against_the_spread_map(
+        local_imb_bins, tmp_path, monkeypatch):
+    """Betzy's published Open MPI runs: mpirun -map-by ppr:32:socket:pe=2 -bind-to core, from
+    machine.yaml's mapping.block.openmpi with its own spread map. Here, one rank per core of
+    this node (ppr:<cores>:socket:pe=1): Open MPI places them, the record checks each on its
+    map CPU. (A rank on several cores needs a node larger than a rank's share: below, with a
+    report in Open MPI 4.1's words.)"""
+    if "openmpi" not in local_imb_bins:
+        pytest.skip("skipped: no Open MPI (Debian openmpi-bin) here")
+    if _this_node_numa_domains() is None:
+        pytest.skip("skipped: no hwloc lstopo: the node's sockets and cores cannot be read")
+    site = tmp_path / "site" / "local"
+    site.mkdir(parents=True)
+    text = (REPO / "site-configs" / "local" / "machine.yaml").read_text()
+    node = yaml.safe_load(text)["node"]
+    (site / "machine.yaml").write_text(text[:text.index("\nmapping:")] + PPR_PLACEMENT)
+    monkeypatch.setenv("COMMSTACK_SITE_CONFIGS", str(site.parent))
+    matrix = _matrix(tmp_path, {"openmpi": local_imb_bins["openmpi"]}, "ppr")
+    k = node["sockets"] * node["cores_per_socket"]
+    matrix.write_text(matrix.read_text().replace("ranks_per_node: 2}", "}").replace(
+        "mapping: [block, cyclic]", f"mapping: [block]\n  ranks_per_node: [{k}]"))
+    run = commstack("run", str(matrix), "--out", str(tmp_path / "results"))
+    (rec,) = records(tmp_path / "results" / "local" / "ppr")
+    assert f"ppr:{node['cores_per_socket']}:socket:pe=1" in " ".join(rec["argv"]), rec["argv"]
+    assert run.returncode == 0, run.stderr[-3000:]
+    placement = rec["placement"]
+    assert placement["verdict"] == "verified", placement["summary"]
+    assert f"every rank on its CPU of the machine's map ({', '.join(map(str, range(k)))})" \
+        in placement["summary"]
+
+
+def _ompi_pe_report(first_cores: List[int], pe: int) -> str:
+    """Open MPI 4.1's --report-bindings lines on 2 sockets x 4 cores, each rank on ``pe`` cores."""
+    lines = []
+    for rank, first in enumerate(first_cores):
+        cores = range(first, first + pe)
+        where = ", ".join(f"socket {c // 4}[core {c}[hwt 0]]" for c in cores)
+        marks = ["B" if c in cores else "." for c in range(8)]
+        lines.append(f"[n1:4242] MCW rank {rank} bound to {where}: "
+                     f"[{'/'.join(marks[:4])}][{'/'.join(marks[4:])}]")
+    return "\n".join(lines)
+
+
+def test_a_spread_map_takes_a_rank_on_its_cpu_and_the_cores_of_its_share():
+    """ppr:2:socket:pe=2 on 2 x 4 cores (Betzy's ppr:32:socket:pe=2 in small): each rank on its
+    map CPU (0, 2, 4, 6) and the next core; a rank shifted by one core contradicts."""
+    expected = Expected("block", 4, 1, False, ("openmpi",), None, (0, 2, 4, 6), None, 2)
+    ok = verify(expected, _ompi_pe_report([0, 2, 4, 6], 2), FOUR_NUMA)
+    assert ok["verdict"] == VERIFIED, ok["summary"]
+    assert "holding at most 2 cores from it" in ok["summary"]
+    shifted = verify(expected, _ompi_pe_report([0, 2, 5, 6], 1), FOUR_NUMA)
+    assert shifted["verdict"] == CONTRADICTS and "the map puts it on CPU 4" in shifted["summary"]
+    one_core = dataclasses.replace(expected, cpu_span=1)  # Intel MPI's list: one CPU a rank
+    assert verify(one_core, _ompi_pe_report([0, 2, 4, 6], 2), FOUR_NUMA)["verdict"] == CONTRADICTS

@@ -86,7 +86,9 @@ class OpenMPI(Flavour):
         # mpirun reads the allocation's nodes from Slurm; --npernode keeps ranks_per_node on each
         # (a second --map-by would replace ppr:N:node, so a mapping takes --npernode).
         argv = [*command, "-np", str(req.ranks)]
-        if req.mapping:
+        if any(a.startswith("ppr:") for a in placement.args):
+            pass  # the placement's own ppr:N:<object> fixes the ranks per node (a study's mapping)
+        elif req.mapping:
             argv += ["--npernode", str(req.ranks_per_node)]
         else:
             argv += ["--map-by", f"ppr:{req.ranks_per_node}:node"]

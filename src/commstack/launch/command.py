@@ -137,8 +137,8 @@ def mapped_cpus(point: Point, machine: Optional[Machine], flavour: Optional[str]
                 ) -> Optional[Tuple[int, ...]]:
     """Each local rank's CPU by machine.yaml's mapping.<m>.cpu_map, or None when it has none;
     with ``flavour`` (its own launcher places the ranks) by that flavour's own cpu_map when it
-    declares one, and only when its declared placement uses the map ({cpus} or
-    {ranks_per_socket})."""
+    declares one, and only when its declared placement uses the map ({cpus},
+    {ranks_per_socket} or {cores_per_rank})."""
     mapping = point.get("mapping")
     cpu_map = machine.cpu_map(mapping, flavour) if machine and mapping else None
     if cpu_map is None:
@@ -146,7 +146,7 @@ def mapped_cpus(point: Point, machine: Optional[Machine], flavour: Optional[str]
     if flavour is not None:
         declared = machine.flavour_placement(flavour, mapping) if machine else None
         text = " ".join([*declared.args, *declared.env_dict.values()]) if declared else ""
-        if "{cpus}" not in text and "{ranks_per_socket}" not in text:
+        if not any(f"{{{name}}}" in text for name in ("cpus", "ranks_per_socket", "cores_per_rank")):
             return None
     try:
         return cpu_map.cpus(int(point.get("ranks_per_node", 2)))
@@ -154,12 +154,21 @@ def mapped_cpus(point: Point, machine: Optional[Machine], flavour: Optional[str]
         raise LaunchError(f"point {point.id}: mapping.{mapping}.cpu_map: {exc}") from None
 
 
+def mapped_span(point: Point, machine: Optional[Machine], flavour: str) -> int:
+    """The cores from its map CPU each rank of ``flavour``'s own launcher may hold
+    (placement.cpu_map.CpuMap.span); 1 without a map it uses."""
+    if mapped_cpus(point, machine, flavour) is None or machine is None:
+        return 1
+    cpu_map = machine.cpu_map(point.get("mapping"), flavour)
+    return cpu_map.span(int(point.get("ranks_per_node", 2))) if cpu_map else 1
+
+
 def expected(flavour: Flavour, req: Request, *more_reports: str,
              node_order: Optional[str] = None, cpus: Optional[Tuple[int, ...]] = None,
-             cpus_per_rank: Optional[int] = None) -> Expected:
+             cpus_per_rank: Optional[int] = None, cpu_span: int = 1) -> Expected:
     reports = tuple(r for r in (flavour.binding_report, *more_reports) if r)
     return Expected(req.mapping, req.ranks_per_node, req.nodes, req.oversubscribed, reports,
-                    node_order, cpus, cpus_per_rank)
+                    node_order, cpus, cpus_per_rank, cpu_span)
 
 
 def local_command(
@@ -200,5 +209,6 @@ def local_command(
     return LaunchCommand(argv + argv_bench, launch.env, stack.prepends(), oversubscribed, ranks,
                          executable=argv_bench[0],
                          expected=expected(flavour, req,
-                                           cpus=mapped_cpus(point, machine, flavour.name)),
+                                           cpus=mapped_cpus(point, machine, flavour.name),
+                                           cpu_span=mapped_span(point, machine, flavour.name)),
                          files=files)

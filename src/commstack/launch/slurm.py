@@ -29,6 +29,7 @@ from commstack.launch.command import (
     expected,
     launch_files,
     mapped_cpus,
+    mapped_span,
     placement_for,
     point_env,
 )
@@ -113,6 +114,8 @@ def srun_command(point: Point, benchmark: Benchmark, stack: ResolvedStack,
     if stack.stack.conduit in flavour.node_local_conduits:
         return node_local(point, benchmark, stack, machine, flavour, req, placement)
     launcher = (machine.launcher(flavour.name) if machine else None) or {}
+    if stack.stack.allocation_launcher == "own":  # the stack's mpirun; launchers.<flavour>'s
+        launcher = {"command": stack.launcher}    # arguments and variables are srun's, not its
     env, files = launch_files(point, flavour, req.ranks,
                               _environment(point, benchmark, stack, machine, launcher))
     command = launcher.get("command", "srun")
@@ -208,7 +211,8 @@ def mpirun_in_allocation(point: Point, benchmark: Benchmark, stack: ResolvedStac
     return LaunchCommand(launch.argv + list(stack.stack.launcher_args) + bench, launch.env,
                          stack.prepends(), False, req.ranks, executable=bench[0],
                          expected=expected(flavour, req,
-                                           cpus=mapped_cpus(point, machine, flavour.name)))
+                                           cpus=mapped_cpus(point, machine, flavour.name),
+                                           cpu_span=mapped_span(point, machine, flavour.name)))
 
 
 def _environment(point: Point, benchmark: Benchmark, stack: ResolvedStack,

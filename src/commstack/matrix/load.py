@@ -322,6 +322,7 @@ def _stack(path: Path, name: str, spec: Dict[str, Any]) -> Stack:
         name=name,
         flavour=spec["flavour"],
         launcher_args=tuple(spec.get("launcher_args", ())),
+        allocation_launcher=str(spec.get("allocation_launcher", "machine")),
         env=env,
         optional=bool(spec.get("optional", False)),
         conduit=spec.get("conduit"),

@@ -42,6 +42,9 @@ class Stack:
     bin: Optional[str] = None
     launcher: Optional[str] = None
     launcher_args: Tuple[str, ...] = ()
+    # Inside an allocation: "machine" (machine.yaml's launchers.<flavour>) or "own" (the stack's
+    # own launcher, e.g. the mpirun a published study used instead of srun).
+    allocation_launcher: str = "machine"
     env: Tuple[Tuple[str, str], ...] = ()
     optional: bool = False
     conduit: Optional[str] = None

@@ -67,7 +67,8 @@ def verify(expected: Expected, output: str, topology: Optional[Topology]) -> dic
     for where, ranks in nodes.items():
         contradictions += _binding(where, ranks, expected, topology)
         if not contradictions:
-            problem, limit = (_cpu_map(where, ranks, expected.cpus or (), topology) if by_map
+            problem, limit = (_cpu_map(where, ranks, expected.cpus or (), topology,
+                                       expected.cpu_span) if by_map
                               else _numa_order(where, ranks, expected, topology))
             contradictions += problem
             if limit and limit not in limits:
@@ -82,8 +83,11 @@ def verify(expected: Expected, output: str, topology: Optional[Topology]) -> dic
     if limits:
         return _done(result, NOT_VERIFIABLE, limits)
     if by_map:
+        within = (f", holding at most {expected.cpu_span} cores from it"
+                  if expected.cpu_span > 1 else "")
         return _done(result, VERIFIED, [f"{expected.mapping}: every rank on its CPU of the "
-                                        f"machine's map ({', '.join(map(str, expected.cpus or ()))})"])
+                                        f"machine's map ({', '.join(map(str, expected.cpus or ()))})"
+                                        f"{within}"])
     domains = len(topology.numa) if topology else 0
     return _done(result, VERIFIED, [f"{expected.mapping} over {domains} NUMA domains"])
 
@@ -218,10 +222,11 @@ def _numa_order(where: str, ranks: List[dict], expected: Expected,
     return _cyclic(where, ranks, seq, topology), None
 
 
-def _cpu_map(where: str, ranks: List[dict], cpus: Tuple[int, ...], topology: Optional[Topology]
-             ) -> Tuple[List[str], Optional[str]]:
-    """Each rank on the core of its CPU in the machine's map (machine.yaml mapping.<m>.cpu_map):
-    (contradictions, why it cannot be compared)."""
+def _cpu_map(where: str, ranks: List[dict], cpus: Tuple[int, ...], topology: Optional[Topology],
+             span: int = 1) -> Tuple[List[str], Optional[str]]:
+    """Each rank on the core of its CPU in the machine's map (machine.yaml mapping.<m>.cpu_map),
+    or with ``span`` > 1 on that core and at most the span - 1 cores after it (Open MPI's
+    ppr:N:socket:pe=M): (contradictions, why it cannot be compared)."""
     for entry in ranks:
         i = entry["local"]
         if i is None or i >= len(cpus):
@@ -233,6 +238,9 @@ def _cpu_map(where: str, ranks: List[dict], cpus: Tuple[int, ...], topology: Opt
             wanted, got = topology.cores_of([want]), entry["cores"] or []
             if not wanted:
                 return [], f"CPU {want} of the map is not in the node's topology"
+            share = set(topology.cores_of(list(range(want, want + span)))) if span > 1 else None
+            if share is not None and wanted[0] in got and set(got) <= share:
+                continue
             if got != wanted:
                 return [f"{_name(entry)} on {where} is on CPU(s) "
                         f"{', '.join(map(str, entry['cpus']))}; the map puts it on CPU {want}"], None

@@ -92,12 +92,21 @@ class CpuMap:
         per_domain = k // self.domains
         return tuple(d * size + i for d in range(self.domains) for i in range(per_domain))
 
+    def span(self, ranks_per_node: int) -> int:
+        """How many consecutive cores from its CPU a rank may hold: spread gives each of k ranks
+        cores / k (Open MPI's ppr:N:socket:pe=M binds all M; Intel MPI's list, the first);
+        block and cyclic one."""
+        if self.order != "spread" or ranks_per_node < 1:
+            return 1
+        return max(1, self.cores // ranks_per_node)
+
     def placeholders(self, ranks_per_node: int) -> Dict[str, str]:
-        """What ``{cpus}`` (the list, comma-separated) and ``{ranks_per_socket}`` stand for in a
-        flavour's placement arguments and variables."""
+        """What ``{cpus}`` (the list, comma-separated), ``{ranks_per_socket}`` and
+        ``{cores_per_rank}`` stand for in a flavour's placement arguments and variables."""
         per_socket = ranks_per_node // self.sockets if ranks_per_node % self.sockets == 0 else 0
         return {"cpus": cpu_list(self.cpus(ranks_per_node)),
-                "ranks_per_socket": str(per_socket)}
+                "ranks_per_socket": str(per_socket),
+                "cores_per_rank": str(self.span(ranks_per_node))}
 
 
 def cpu_list(cpus: Tuple[int, ...]) -> str:

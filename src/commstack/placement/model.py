@@ -18,6 +18,7 @@ class Expected:
     node_order: Optional[str] = None  # block | cyclic: ranks over nodes (srun's --distribution)
     cpus: Optional[Tuple[int, ...]] = None  # the machine's CPU map: each local rank's CPU
     cpus_per_rank: Optional[int] = None  # srun --cpus-per-task: processors each rank may hold
+    cpu_span: int = 1  # with ``cpus``: the consecutive cores from its CPU a rank may hold
 
 
 @dataclass(frozen=True)
