@@ -37,6 +37,8 @@ MATRICES = {
     "betzy_allcores_27nodes": REPO / "matrices" / "betzy" / "allcores.yaml",
     "betzy_halfcores_staged_vs_standard": REPO / "matrices" / "betzy" / "halfcores.yaml",
 }
+# The same cells on the published runs' own stack (machine.yaml studies: cartex-2021).
+STUDY_MATRICES = {stem: path.with_name(path.stem + "-study.yaml") for stem, path in MATRICES.items()}
 TOOLCHAINS = {"openmpi": "ompi", "intelmpi": "impi"}
 # Runs of the study that its published file does not tabulate, planned as bench.xml ran them:
 # (executable, toolchain, algorithm) per file. Halfcores: bench.xml tags impi with halfcores
@@ -96,10 +98,11 @@ def nan_cells(parsed: ParsedFile) -> List[Key]:
     return sorted({cell_key(dims) for _, _, _, dims in parsed.layout.cells()} - numbers)
 
 
-@pytest.fixture(scope="module", params=sorted(MATRICES))
+@pytest.fixture(scope="module", params=[(stem, m[stem]) for m in (MATRICES, STUDY_MATRICES)
+                                         for stem in sorted(m)], ids=lambda p: p[1].stem)
 def study(request):
-    stem = request.param
-    return stem, published(stem), plan_json(MATRICES[stem])
+    stem, matrix = request.param
+    return stem, published(stem), plan_json(matrix), matrix
 
 
 def test_every_imported_betzy_file_has_a_matrix():
@@ -109,7 +112,7 @@ def test_every_imported_betzy_file_has_a_matrix():
 
 
 def test_every_published_cell_has_its_point_with_the_published_arguments(study):
-    stem, parsed, points = study
+    stem, parsed, points, _ = study
     args = hwcart_args(parsed)
     hwcart = {}
     for point in points:
@@ -147,7 +150,7 @@ def test_every_published_cell_has_its_point_with_the_published_arguments(study):
 
 
 def test_nothing_extra_beyond_the_cells_and_their_mpicart_twins(study):
-    stem, parsed, points = study
+    stem, parsed, points, _ = study
     cells = {cell_key(c.dims) for c in parsed.cells}
     kinds = Counter(p["params"].get("decomposition") for p in points)
     assert set(kinds) == {"hwcart", "mpicart"}, kinds
@@ -171,7 +174,7 @@ def test_nothing_extra_beyond_the_cells_and_their_mpicart_twins(study):
 
 
 def test_mpicart_points_take_the_global_grid_of_the_hwcart_levels(study):
-    stem, parsed, points = study
+    stem, parsed, points, _ = study
     args = hwcart_args(parsed)
     grid = [math.prod(int(args[level].split()[axis]) for level in args) for axis in range(3)]
     mpicart = [p for p in points if p["params"]["decomposition"] == "mpicart"]
@@ -189,11 +192,12 @@ def test_mpicart_points_take_the_global_grid_of_the_hwcart_levels(study):
 def test_each_stack_runs_its_own_build(study):
     """One executable per stack and one stack per executable: the five published builds (and
     their +staged builds) are told apart by their views, not by chance of a PATH."""
-    stem, _, points = study
+    stem, _, points, matrix = study
     # environments/betzy installs the xpmem builds only where the kernel module is loaded
     # (opt-in): those stacks are optional there, every other one must be found
-    for name, stack in load_matrix(MATRICES[stem]).stacks.items():
-        assert stack.optional == ("xpmem" in name), name
+    for name, stack in load_matrix(matrix).stacks.items():
+        # the study's stacks: optional too, where the 2021 externals are not (machine check)
+        assert stack.optional == ("xpmem" in name or "study" in name), name
     pairs = {(p["stack"], p["params"]["executable"]) for p in points}
     stacks = Counter(s for s, _ in pairs)
     assert all(n == 1 for n in stacks.values()), stacks
@@ -201,14 +205,15 @@ def test_each_stack_runs_its_own_build(study):
         assert f"/views/{point['stack']}/bin/" in point["benchmark_argv"][0], point["stack"]
         # nothing is unresolved but the missing installation (review mode, not on Betzy)
         for reason in point["unresolved"]:
-            assert "is not installed" in reason or "not found in" in reason, reason
+            assert ("is not installed" in reason or "not found in" in reason
+                    or "${EBROOTOPENMPI}, which is not set" in reason), reason
 
 
 def test_intel_mpi_is_pinned_as_bench_xml_pinned_it(study):
     """bench.xml's mpi_params_impi: I_MPI_PIN_PROCESSOR_LIST=$(seq -s, 0 2 127) at halfcores,
     $(seq -s, 0 1 127) at allcores (machine.yaml: mapping.block.intelmpi with its own spread
     map); no pin domain that would make Intel MPI ignore the list; shm:ofi as there."""
-    stem, _, points = study
+    stem, _, points, matrix = study
     impi = [p for p in points if p["flavour"] == "intelmpi"]
     assert impi, f"{stem}: no Intel MPI point"
     want = ",".join(str(c) for c in range(0, 128, IMPI_PIN_STEP[stem]))
@@ -217,3 +222,32 @@ def test_intel_mpi_is_pinned_as_bench_xml_pinned_it(study):
         assert "I_MPI_PIN_DOMAIN" not in point["env"]
         assert point["env"]["I_MPI_FABRICS"] == "shm:ofi"
         assert point["params"]["executable"] == "benchmark_mpi_comm"
+
+
+def test_the_study_matrices_are_the_same_points_on_the_studys_own_stack():
+    """halfcores-study.yaml and allcores-study.yaml: every point of their matrix with the stack
+    swapped for the study's (ompi -> ompi-study, Intel MPI as it is), launched by the Open MPI
+    4.0.5 module's mpirun with bench.xml's -map-by ppr:N:socket:pe=M -bind-to core inside the
+    allocation, not srun."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(SLURM_JOB_ID="4242", SLURM_JOB_NODELIST="b[1-27]", SLURM_JOB_NUM_NODES="27",
+               EBROOTOPENMPI="/cluster/software/OpenMPI/4.0.5-GCC-10.2.0")
+    ppr = {"betzy_allcores_27nodes": "ppr:64:socket:pe=1",
+           "betzy_halfcores_staged_vs_standard": "ppr:32:socket:pe=2"}
+    for stem in MATRICES:
+        today, study = plan_json(MATRICES[stem]), plan_json(STUDY_MATRICES[stem])
+        def swapped(p):
+            params = {k: v for k, v in p["params"].items() if k != "stack"}
+            return json.dumps([p["stack"].replace("ompi", "ompi-study", 1), params], sort_keys=True)
+        assert sorted(swapped(p) for p in today) == sorted(
+            json.dumps([p["stack"], {k: v for k, v in p["params"].items() if k != "stack"}],
+                       sort_keys=True) for p in study), stem
+        run = commstack("plan", str(STUDY_MATRICES[stem]), "--json", env=env)
+        assert run.returncode == 0, run.stderr
+        for point in (json.loads(line) for line in run.stdout.splitlines() if line.strip()):
+            argv = point["argv"]
+            if point["flavour"] != "openmpi":
+                continue
+            assert argv[0] == "/cluster/software/OpenMPI/4.0.5-GCC-10.2.0/bin/mpirun", argv[:3]
+            assert "srun" not in argv and "--npernode" not in argv
+            assert option(argv, "--map-by") == [ppr[stem]] and option(argv, "--bind-to") == ["core"]

@@ -170,8 +170,11 @@ def _expected(machine: str, flavour: str, path: str, mapping: str, bin_dir: Path
     if own_map:  # the flavour's own map fills its {cpus} only
         assert own_map["order"] == "spread", own_map  # the one order a machine uses here
         cpus = ",".join(str(r * cores // 4) for r in range(4))  # 4 ranks evenly over the cores
-        args = args.replace("{cpus}", cpus)
-        env = {k: v.replace("{cpus}", cpus) for k, v in env.items()}
+        filled = {"{cpus}": cpus, "{ranks_per_socket}": str(4 // node["sockets"]),
+                  "{cores_per_rank}": str(cores // 4)}
+        for name, value in filled.items():
+            args = args.replace(name, value)
+            env = {k: v.replace(name, value) for k, v in env.items()}
     launcher = (facts.get("launchers") or {}).get(flavour) or {}
     if path == "local":
         local = launcher.get("command") if launcher.get("command", "srun") != "srun" else None
@@ -196,6 +199,8 @@ def _expected(machine: str, flavour: str, path: str, mapping: str, bin_dir: Path
         distribution=" ".join(distribution),
         cpus_per_task=cpus_per_task, binding=binding,
     )
+    if (flavour, path) == ("openmpi", "alloc") and "ppr:" in args:
+        text = text.replace(" --npernode 4 ", " ")  # the placement's ppr fixes ranks per node
     return text.split(), full_env
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -148,6 +149,28 @@ def test_betzy_allcores_rehearses_with_zero_failures(cluster, tmp_path):
     report = (root / "report" / "report.md").read_text()
     assert "> **Rehearsal, not a measurement of betzy.**" in report
     assert "## Halo exchange tables (Betzy layout)" in report
+
+
+@pytest.mark.slurm
+@pytest.mark.mpi
+def test_betzy_study_stack_rehearses_with_its_own_mpirun(cluster, tmp_path):
+    """allcores-study.yaml: the published runs' own stack (Open MPI's own mpirun inside the
+    allocation, allocation_launcher: own), its counterparts launched the same way here."""
+    views = REPO / "environments" / "local" / "views"
+    if not (views / "ompi-ghex-ucx" / "bin" / "benchmark_ghex_comm_ucx").exists():
+        pytest.skip("skipped: environments/local is not installed here (spack -e "
+                    "environments/local install)")
+    out = _rehearse(tmp_path, ALLCORES.with_name("allcores-study.yaml"))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    root = tmp_path / "results" / "slurm-ci" / "rehearse-betzy-allcores-study"
+    done = records(root)
+    assert done and all(r["status"] == "ok" for r in done), [r["status"] for r in done]
+    ompi = [r for r in done if r["stack_info"]["flavour"] == "openmpi"]
+    assert ompi and all(os.path.basename(r["argv"][0]).startswith("mpirun") for r in ompi), \
+        ompi[0]["argv"][:4]
+    assert all(r["placement"]["source"] for r in ompi)  # Open MPI's own binding report
+    report = (root / "report" / "report.md").read_text()
+    assert "its own mpirun in the allocation, as the study's" in report
 
 
 def test_shapes_keep_one_point_per_combination_of_non_numeric_parameters(tmp_path):
