@@ -3,7 +3,7 @@
 # set up a venv with commstack and Intel MPI (PyPI), then run the quick local sweep
 # (matrices/local/quick.yaml) and print the path of its report.
 # Debian Open MPI is swept too when an IMB built against it is found (COMMSTACK_IMB_OPENMPI_BIN,
-# or the Spack test environment, see README "Spack").
+# or the Spack test environment, see docs/howto/set-up-spack.md).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"

@@ -15,7 +15,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=$HOME/.cache/commstack
-SPACK_REF=9cf66332df3dd988248617fc93400045be59ebab     # README "Spack tests", CI's SPACK_REF
+SPACK_REF=9cf66332df3dd988248617fc93400045be59ebab     # docs/howto/set-up-spack.md, CI's SPACK_REF
 PACKAGES_REF=1e8cf059e35d55c4fe1142fed41785bedf6c7246  # and SPACK_PACKAGES_REF
 spack_from=https://github.com/spack/spack
 packages_from=https://github.com/spack/spack-packages

@@ -70,7 +70,7 @@ def run_matrix_in_allocation(matrix: Path, root: Path, cwd: Path, nodes: int = 3
                              ) -> subprocess.CompletedProcess:
     """`salloc -N<nodes> scripts/run_matrix.sh <matrix> --retry-failed`, once more when a run
     failed: Open MPI 4.1.4 (Debian's and Spack's) now and then crashes in MPI_Init on this loaded
-    2-core box (README: Known limits). The second pass runs a failed point as a new attempt; the
+    2-core box (docs/known-limits.md). The second pass runs a failed point as a new attempt; the
     failed one is kept, and its log line (in the returned stdout) says why it failed."""
     from tests.sweeps import records  # not at import: sweeps needs jsonschema, this module not
 

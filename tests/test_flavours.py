@@ -5,7 +5,7 @@ site-configs/<machine>/machine.yaml. The expected values are this file's tables;
 declares is read here with plain YAML, so a fact that commstack ignores makes a row fail.
 
 Adding a flavour: a row in FLAVOURS, its built-in placements in BUILT_IN and its three launch
-paths in ROWS (README: "Adding an MPI flavour").
+paths in ROWS (docs/howto/add-a-flavour.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ the line, never a traceback, never memory or time sized by a number in the input
 
 Property-based (Hypothesis, seeded: the same examples on every run) over real outputs of
 tests/fixtures damaged by tests/mutations.py; the long run of the same mutations through the CLI
-under a memory limit is bench/fuzz.py (figures in the README, "Damaged inputs").
+under a memory limit is bench/fuzz.py (figures in docs/measured.md, "Damaged inputs").
 """
 
 from __future__ import annotations

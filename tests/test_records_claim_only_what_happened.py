@@ -91,7 +91,8 @@ def test_topology_without_hwloc_says_so(monkeypatch, tmp_path):
 
 
 def test_intel_mpi_root_defaults_to_the_venv_holding_impi_rt(write_matrix):
-    """After the quickstart, the README's commands run without exporting I_MPI_ROOT."""
+    """After the quickstart, the tutorial's commands (docs/tutorials/quick-sweep.md) run without
+    exporting I_MPI_ROOT."""
     if not (Path(sys.prefix) / "bin" / "mpiexec.hydra").is_file():
         pytest.skip("skipped: Intel MPI (impi-rt) is not installed in the Python running the tests")
     env = {k: v for k, v in os.environ.items() if k != "I_MPI_ROOT"}

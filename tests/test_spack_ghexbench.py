@@ -30,7 +30,7 @@ SOURCES_TSV = spack_support.SPACK_ENVS_DIR / "ghexbench-sources.tsv"
 UCX_EXE = "benchmark_ghex_comm_ucx"
 MPI_COMM_EXE = "benchmark_mpi_comm"
 
-#: Build and install times of this session (printed at the end with -s, for the README).
+#: Build and install times of this session (printed at the end with -s, for docs/measured.md).
 TIMINGS: Dict[str, float] = {}
 
 

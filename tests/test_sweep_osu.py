@@ -51,7 +51,7 @@ PT2PT = dedent("""
       executable: [osu_latency, osu_bw]
       UCX_TLS: ["self,sm", "self,tcp"]
     exclude:
-      # Debian MPICH 4.0.2 over UCX tcp on lo hangs now and then (README, OSU section).
+      # Debian MPICH 4.0.2 over UCX tcp on lo hangs now and then (docs/reference/benchmarks.md, OSU).
       - {stack: mpich, UCX_TLS: "self,tcp"}
     """)
 

@@ -1,6 +1,6 @@
 # Source this file (bash) in a CI job: it provides the pinned Spack and builtin package repository
 # this project's lockfiles were made with, and puts `spack` in the shell.
-#   SPACK_REF, SPACK_PACKAGES_REF  commits (defaults: the ones of README "Spack tests")
+#   SPACK_REF, SPACK_PACKAGES_REF  commits (defaults: the ones of scripts/setup_spack.sh, docs/howto/set-up-spack.md)
 #   COMMSTACK_CI_SPACK_DIR         where the clones live; default .ci-spack in the checkout. On a
 #                                  shell runner set it to a persistent directory to clone once.
 # The parent pipeline (ci/gitlab/.gitlab-ci.yml) and every job `spack ci generate` writes
