@@ -21,7 +21,7 @@ COMMANDS = {"plan": "plan", "run": "run", "parse": "parse", "report": "report",
 EXIT_STATUS = """\
 exit status:
   0    success
-  1    compare: a regression; machine check: a contradiction
+  1    compare: a regression; machine check: a contradiction; query --guidelines: a violation
   2    a user error (bad matrix, missing file or binary); nothing was launched
   3    some runs failed (each is recorded)
   4    a file could not be written or read (disk full, permission denied); every run
