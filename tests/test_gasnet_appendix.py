@@ -26,6 +26,8 @@ from tests.sweeps import commstack
 
 SEEDS = REPO.parent / "shared" / "seeds"
 MATRICES = sorted((REPO / "matrices" / "perlmutter").glob("gasnet-*.yaml"))
+# The same commands on the paper's own Cray PE (machine.yaml studies: gasnet-paw22).
+STUDY_MATRICES = sorted((REPO / "matrices" / "perlmutter").glob("study-gasnet-*.yaml"))
 ENV = REPO / "environments" / "perlmutter" / "spack.yaml"
 
 # srun options of the appendix, each under one name (short and long spellings alike).
@@ -130,7 +132,7 @@ def _views_with_programs(tmp: Path) -> Path:
     return env.parent
 
 
-def plan_commands(tmp: Path) -> List[List[str]]:
+def plan_commands(tmp: Path, matrices: List[Path] = MATRICES) -> List[List[str]]:
     """The srun lines `commstack plan` prints for the appendix matrices, as inside a Slurm
     allocation on Perlmutter (SLURM_JOB_ID set; an empty slurm.conf, so the squeue that asks for
     the time left stops at once and asks no cluster), without the launcher's own `env VAR=...`
@@ -140,7 +142,7 @@ def plan_commands(tmp: Path) -> List[List[str]]:
     env.update(COMMSTACK_ENVIRONMENTS=str(_views_with_programs(tmp)), SLURM_JOB_ID="appendix",
                SLURM_CONF=str(tmp / "slurm.conf"))
     commands = []
-    for matrix in MATRICES:
+    for matrix in matrices:
         out = commstack("plan", str(matrix), "--out", str(tmp / "results"), env=env)
         assert out.returncode == 0, out.stderr
         assert "machine facts: " + str(REPO / "site-configs" / "perlmutter") in out.stdout
@@ -165,6 +167,24 @@ def test_plan_prints_every_appendix_command(tmp_path: Path) -> None:
     assert got == expected
     # Every step asks for 8 CPUs per task, the IMB steps included.
     assert all("--cpus-per-task=8" in c or "-c8" in c for c in planned)
+
+
+def test_the_papers_own_stack_plans_the_same_commands_from_its_views(tmp_path: Path) -> None:
+    """matrices/perlmutter/study-gasnet-*.yaml: one per appendix matrix, the same srun lines,
+    each program from the study part's views (cray-mpich-study, gasnet-study)."""
+    assert [p.name for p in STUDY_MATRICES] == ["study-" + p.name for p in MATRICES]
+    (tmp_path / "today").mkdir()
+    (tmp_path / "study").mkdir()
+    today = plan_commands(tmp_path / "today")
+    study = plan_commands(tmp_path / "study", STUDY_MATRICES)
+    assert Counter(normalised(c) for c in study) == Counter(normalised(c) for c in today)
+    programs = [t for c in study for t in c if "/views/" in t]
+    assert programs and all("/views/cray-mpich-study/" in t or "/views/gasnet-study/" in t
+                            for t in programs), programs
+    for path in STUDY_MATRICES:
+        matrix = yaml.safe_load(path.read_text())
+        assert all(stack.get("optional") for stack in matrix["stacks"].values()), path.name
+        assert any("gasnet-paw22" in d for d in matrix["deviations"]), path.name
 
 
 def test_normalisation_tells_commands_apart() -> None:
@@ -217,7 +237,7 @@ def test_appendix_matrices_use_the_papers_versions() -> None:
     imb = re.search(r"\(IMB\) \[\d+\] version v(\d+\.\d+)", text).group(1)
     spack = yaml.safe_load(ENV.read_text())["spack"]
     roots = [s for s in spack["specs"] if isinstance(s, str)]
-    assert f"gasnet-tests@{gasnet} conduits=ofi" in roots
+    assert any(s.startswith(f"gasnet-tests@{gasnet} conduits=ofi ") for s in roots)
     assert any(f"@{gasnet}" in s for s in roots) and any("gasnet-tests@2025" in s for s in roots)
     assert spack["definitions"][2]["imb"] == [f"intel-mpi-benchmarks@{imb}"]
     for path in MATRICES:
