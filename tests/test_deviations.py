@@ -56,6 +56,12 @@ def test_every_record_lists_its_deviations_and_the_report_prints_them(impi_root,
     tables, deviations = report.split("### Deviations from the published setup")
     assert "Uniband" in tables  # the deviations come under the tables
     assert "- libfabric tcp provider; published: cxi (1 of 2 records)" in report
+    # compare names them too, under its verdicts (here the campaign against itself: PASS)
+    compared = commstack("compare", str(root), str(root))
+    assert compared.returncode == 0, compared.stderr
+    head, tail = compared.stdout.split(f"### Deviations from the published setup: {root}")
+    assert "PASS" in head and tail.count("### Deviations") == 0
+    assert "- libfabric tcp provider; published: cxi (1 of 2 records)" in tail
 
 
 def test_a_deviation_must_be_text(tmp_path):

@@ -105,6 +105,7 @@ def execute(args: argparse.Namespace) -> int:
                 f"no figure of {args.b} matches one of {args.a} on {', '.join(result.keys)} "
                 f"({result.ambiguous} ambiguous); use --ignore PARAM / --where KEY=VALUE")
         text = cmp.comparison_markdown(result, str(args.a), str(args.b))
+        text += _deviations([existing_campaign(args.a), existing_campaign(args.b)])
         failed = result.failed
     sys.stdout.write(text)
     if args.out:
@@ -137,8 +138,23 @@ def _against_baseline(args: argparse.Namespace, where: Dict[str, str]) -> int:
     if not result.matches:
         raise CampaignError(f"no figure of {b} matches the baseline on {', '.join(result.keys)}")
     text = (f"Baseline: {baseline.describe(roots)}\n\n"
-            + cmp.comparison_markdown(result, " + ".join(r.name for r in roots), str(b)))
+            + cmp.comparison_markdown(result, " + ".join(r.name for r in roots), str(b))
+            + _deviations([*roots, b]))
     sys.stdout.write(text)
     if args.out:
         replace(args.out, text.encode())
     return 1 if result.failed else 0
+
+
+def _deviations(roots: List[Path]) -> str:
+    """Under the comparison: each campaign's deviations from the published setup it reproduces,
+    as its records list them (a difference may come from these as much as from the machine)."""
+    from commstack.report.studies.deviations import deviation_lines
+    from commstack.store.campaign import Campaign
+
+    out: List[str] = []
+    for root in dict.fromkeys(roots):
+        lines = deviation_lines(list(Campaign(root).records()))
+        if lines:
+            out += [lines[0], f"{lines[1]}: {root}", *lines[2:]]
+    return "\n".join(out) + "\n" if out else ""
