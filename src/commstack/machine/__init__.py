@@ -27,6 +27,19 @@ class MachineError(ValueError):
     """A machine.yaml that does not validate, or a machine that is not described."""
 
 
+@dataclass(frozen=True)
+class LaunchFacts:
+    """What machine.yaml says of one flavour's launches under one mapping; without machine facts
+    (``LaunchFacts()``) nothing is declared."""
+
+    launcher: Dict[str, Any] = field(default_factory=dict)  # launchers.<flavour>
+    network_env: Dict[str, str] = field(default_factory=dict)  # network.env
+    placement: Optional[Placement] = None  # mapping.<m>.<flavour>
+    cpu_map: Optional[CpuMap] = None  # mapping.<m>.cpu_map
+    distribution: Optional[List[str]] = None  # mapping.<m>.srun
+    node: Dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass
 class Machine:
     name: str
@@ -81,6 +94,13 @@ class Machine:
         if isinstance(declared, list):
             return Placement.of(declared, source="machine.yaml")
         return Placement.of(declared.get("args", ()), declared.get("env"), source="machine.yaml")
+
+    def launch_facts(self, flavour: str, mapping: Optional[str]) -> LaunchFacts:
+        """Everything a launch of ``flavour`` under ``mapping`` (None: no mapping) reads here."""
+        return LaunchFacts(self.launcher(flavour) or {}, self.network_env,
+                           self.flavour_placement(flavour, mapping) if mapping else None,
+                           self.cpu_map(mapping) if mapping else None,
+                           self.srun_distribution(mapping) if mapping else None, self.node)
 
     @property
     def node_type(self) -> Optional[str]:
