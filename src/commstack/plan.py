@@ -8,11 +8,11 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from commstack.benchmarks.registry import Benchmark
 from commstack.launch.allocation import Allocation
-from commstack.launch.builder import benchmark_argv, build, machine_launcher
+from commstack.launch.builder import benchmark_argv, build
 from commstack.launch.command import LaunchCommand, local
 from commstack.launch.slurm import srun
 from commstack.launch.stack import ResolvedStack, StackError, resolve
-from commstack.machine import Machine
+from commstack.machine import Machine, machine_launcher
 from commstack.matrix.expand import expand
 from commstack.matrix.model import Matrix, Point
 from commstack.matrix.parameters import matrix_name

@@ -12,7 +12,6 @@ import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from commstack import flavours
 from commstack.benchmarks.registry import Benchmark
 from commstack.flavours import Flavour, FlavourError, Placement, Request, RunFile, ucc_tune
 from commstack.launch.allocation import Allocation
@@ -41,7 +40,12 @@ class LaunchSpec:
     env: Dict[str, str]  # the point's variables as launched, before the launcher adds its own
     files: Tuple[RunFile, ...]
     benchmark_argv: List[str]  # its executable by absolute path
+    # What placement the run must show (checked after it); a launcher adds what it knows more.
+    expected: Expected
     cpus: Optional[Tuple[int, ...]] = None  # each local rank's CPU by the machine's CPU map
+    # The same where the flavour's own launcher places the ranks by the map: only when the
+    # machine's placement for it uses the map ({cpus} or {ranks_per_socket}).
+    launcher_cpus: Optional[Tuple[int, ...]] = None
     allocation: Optional[Allocation] = None
 
     @property
@@ -53,57 +57,61 @@ class LaunchSpec:
         """A conduit whose processes share one node: its own spawner starts them all."""
         return self.stack.stack.conduit in self.flavour.node_local_conduits
 
-    @property
-    def launcher_cpus(self) -> Optional[Tuple[int, ...]]:
-        """The CPU map's CPUs where the flavour's own launcher places the ranks: only when the
-        machine's placement for the flavour uses the map ({cpus} or {ranks_per_socket})."""
-        declared = self.facts.placement
-        text = " ".join([*declared.args, *declared.env_dict.values()]) if declared else ""
-        return self.cpus if "{cpus}" in text or "{ranks_per_socket}" in text else None
-
-    def expected(self, *more_reports: str, node_order: Optional[str] = None,
-                 cpus: Optional[Tuple[int, ...]] = None,
-                 cpus_per_rank: Optional[int] = None) -> Expected:
-        """What placement the run must show (checked after it)."""
-        req = self.request
-        reports = tuple(r for r in (self.flavour.binding_report, *more_reports) if r)
-        return Expected(req.mapping, req.ranks_per_node, req.nodes, req.oversubscribed, reports,
-                        node_order, cpus, cpus_per_rank)
-
 
 def build(point: Point, benchmark: Benchmark, stack: ResolvedStack,
           machine: Optional[Machine] = None, allocation: Optional[Allocation] = None,
           cores: int = 0) -> LaunchSpec:
     """The point's launch on this node (no ``allocation``; ``cores``: this node's, 0 to ask) or
     as a step of ``allocation``; LaunchError for a point that cannot run so."""
-    flavour = flavours.get(stack.flavour)
+    flavour, mapping = stack.kind, point.get("mapping")
     if allocation is None:
-        request = _local_request(point, stack, flavour, cores or available_cores())
+        request = _local_request(point, stack, cores or available_cores())
     else:
-        request = _step_request(point, stack, flavour, allocation)
-    facts = machine.launch_facts(flavour.name, request.mapping) if machine else LaunchFacts()
-    placement, cpus = _placement(point, stack, flavour, facts, request.ranks_per_node)
+        request = _step_request(point, stack, allocation)
+    options, variables = P.benchmark_params(point, benchmark), P.point_env(point, benchmark)
+
+    facts = machine.launch_facts(flavour.name, mapping) if machine else LaunchFacts()
+    try:
+        placement = flavour.placement(mapping, facts.placement)  # machine.yaml's, else built-in
+    except FlavourError as exc:
+        raise LaunchError(f"point {point.id}: stack {stack.name!r}: {exc}") from None
+    cpus = None
+    if facts.cpu_map is not None:
+        try:
+            placement = placement.filled(facts.cpu_map.placeholders(request.ranks_per_node))
+            cpus = facts.cpu_map.cpus(request.ranks_per_node)
+        except CpuMapError as exc:
+            raise LaunchError(f"point {point.id}: mapping.{mapping}.cpu_map: {exc}") from None
+    declared = facts.placement
+    text = " ".join([*declared.args, *declared.env_dict.values()]) if declared else ""
+    launcher_cpus = cpus if "{cpus}" in text or "{ranks_per_socket}" in text else None
+
+    argv = benchmark.argv(options)
+    argv[0] = stack.find(argv[0])
     env: Dict[str, str] = {}
     if allocation is not None:  # a step gets the network's variables, and its launcher's
         env.update(facts.network_env)
         if stack.stack.conduit not in flavour.node_local_conduits:
             env.update({k: str(v) for k, v in (facts.launcher.get("env") or {}).items()})
     env.update(stack.env_delta())
-    env.update(point_env(point, benchmark))
+    env.update(variables)
     try:
         ucc_tune.check_env(env)  # UCC reads it whichever MPI loads UCC
         env, files = flavour.launch_files(env, request.ranks)
     except FlavourError as exc:
         raise LaunchError(f"point {point.id}: {exc}") from None
-    return LaunchSpec(point, stack, flavour, facts, request, placement, env, files,
-                      benchmark_argv(point, benchmark, stack), cpus, allocation)
+    reports = (flavour.binding_report,) if flavour.binding_report else ()
+    expected = Expected(request.mapping, request.ranks_per_node, request.nodes,
+                        request.oversubscribed, reports)
+    return LaunchSpec(point, stack, flavour, facts, request, placement, env, files, argv,
+                      expected, cpus, launcher_cpus, allocation)
 
 
 def available_cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def _local_request(point: Point, stack: ResolvedStack, flavour: Flavour, cores: int) -> Request:
+def _local_request(point: Point, stack: ResolvedStack, cores: int) -> Request:
     nodes = int(point.get("nodes", 1))
     if nodes != 1:
         raise LaunchError(
@@ -118,71 +126,30 @@ def _local_request(point: Point, stack: ResolvedStack, flavour: Flavour, cores: 
             f"point {point.id}: {ranks} ranks on {cores} cores needs oversubscription, "
             "but oversubscribe is false"
         )
-    if not flavour.launches_locally:
+    if not stack.kind.launches_locally:
         raise LaunchError(
-            f"point {point.id}: stack {stack.name!r} is {flavour.name}, which is launched with "
-            "srun inside a Slurm allocation, not locally"
+            f"point {point.id}: stack {stack.name!r} is {stack.kind.name}, which is launched "
+            "with srun inside a Slurm allocation, not locally"
         )
     return Request(ranks, 1, point.get("mapping"), oversubscribed, os.geteuid() == 0,
                    stack.stack.conduit)
 
 
-def _step_request(point: Point, stack: ResolvedStack, flavour: Flavour,
-                  allocation: Allocation) -> Request:
+def _step_request(point: Point, stack: ResolvedStack, allocation: Allocation) -> Request:
     nodes = int(point.get("nodes", 1))
     if allocation.nodes and nodes > len(allocation.nodes):
         raise LaunchError(f"point {point.id}: nodes={nodes}, but the allocation has "
                           f"{len(allocation.nodes)} ({','.join(allocation.nodes)})")
-    if stack.stack.conduit in flavour.node_local_conduits and nodes != 1:
-        raise LaunchError(f"point {point.id}: the {stack.stack.conduit} conduit runs on one node; "
+    conduit = stack.stack.conduit
+    if conduit in stack.kind.node_local_conduits and nodes != 1:
+        raise LaunchError(f"point {point.id}: the {conduit} conduit runs on one node; "
                           f"nodes={nodes} needs a network conduit (ibv, ofi, ucx, mpi)")
     return Request(int(point.get("ranks_per_node", 2)), nodes, point.get("mapping"), False,
-                   os.geteuid() == 0, stack.stack.conduit)
-
-
-def _placement(point: Point, stack: ResolvedStack, flavour: Flavour, facts: LaunchFacts,
-               ranks_per_node: int) -> Tuple[Placement, Optional[Tuple[int, ...]]]:
-    """The mapping as the flavour is told it (machine.yaml first, then the flavour's built-in
-    placement) and each local rank's CPU by the machine's CPU map (None without one)."""
-    mapping = point.get("mapping")
-    try:
-        placement = flavour.placement(mapping, facts.placement)
-    except FlavourError as exc:
-        raise LaunchError(f"point {point.id}: stack {stack.name!r}: {exc}") from None
-    if facts.cpu_map is None:
-        return placement, None
-    try:
-        return (placement.filled(facts.cpu_map.placeholders(ranks_per_node)),
-                facts.cpu_map.cpus(ranks_per_node))
-    except CpuMapError as exc:
-        raise LaunchError(f"point {point.id}: mapping.{mapping}.cpu_map: {exc}") from None
-
-
-def point_env(point: Point, benchmark: Benchmark) -> Dict[str, str]:
-    """Environment variables the point's env and mca parameters set."""
-    env: Dict[str, str] = {}
-    for name, value in point.params:
-        kind = P.classify(name, benchmark)
-        if kind.env_name:
-            env[kind.env_name] = "1" if value is True else "0" if value is False else str(value)
-    return env
-
-
-def benchmark_params(point: Point, benchmark: Benchmark) -> Dict[str, object]:
-    return {
-        k: v for k, v in point.params if k in benchmark.options or k == "executable"
-    }
+                   os.geteuid() == 0, conduit)
 
 
 def benchmark_argv(point: Point, benchmark: Benchmark, stack: ResolvedStack) -> List[str]:
     """The benchmark's argv with its executable found in the stack (absolute path)."""
-    argv = benchmark.argv(benchmark_params(point, benchmark))
+    argv = benchmark.argv(P.benchmark_params(point, benchmark))
     argv[0] = stack.find(argv[0])
     return argv
-
-
-def machine_launcher(machine: Optional[Machine], flavour: str, allocation: object) -> Optional[str]:
-    """machine.yaml's launcher for a flavour on this node (launchers.<flavour>.command), when
-    launching locally (no ``allocation``) and it is not srun."""
-    command = ((machine.launcher(flavour) if machine else None) or {}).get("command")
-    return command if allocation is None and command not in (None, "srun") else None

@@ -15,16 +15,11 @@ from typing import Dict, List, Optional, Tuple
 
 from commstack.benchmarks.registry import Benchmark
 from commstack.flavours import RunFile, ucc_tune
-from commstack.launch.builder import (  # noqa: F401  (LaunchError and the rest, as before)
-    LaunchError,
-    LaunchSpec,
-    benchmark_params,
-    build,
-    machine_launcher,
-)
+from commstack.launch.builder import LaunchError, LaunchSpec, build  # noqa: F401 (LaunchError here as before)
 from commstack.launch.stack import ResolvedStack, apply_env
-from commstack.machine import Machine
+from commstack.machine import Machine, machine_launcher  # noqa: F401 (as before)
 from commstack.matrix.model import Point
+from commstack.matrix.parameters import benchmark_params  # noqa: F401 (as before)
 from commstack.placement.model import Expected
 from commstack.store.files import write_new
 
@@ -82,7 +77,8 @@ class LaunchCommand:
 def local(spec: LaunchSpec) -> LaunchCommand:
     """The flavour's launcher for a point on this node."""
     launch = spec.flavour.local(spec.stack.launcher, spec.request, spec.placement, spec.env)
-    return LaunchCommand.of(spec, launch.argv, launch.env, spec.expected(cpus=spec.launcher_cpus))
+    return LaunchCommand.of(spec, launch.argv, launch.env,
+                            dataclasses.replace(spec.expected, cpus=spec.launcher_cpus))
 
 
 def local_command(point: Point, benchmark: Benchmark, stack: ResolvedStack, cores: int = 0,

@@ -11,9 +11,10 @@ launcher when machine.yaml names one. Points needing fewer nodes than allocated 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from commstack.benchmarks.registry import Benchmark
 from commstack.flavours import FlavourError
@@ -24,6 +25,7 @@ from commstack.launch.stack import ResolvedStack
 from commstack.machine import Machine
 from commstack.matrix.model import Point
 from commstack.placement.cpu_map import cpu_list
+from commstack.placement.model import Expected
 
 # srun's own report of each task's binding ("cpu-bind=MASK - n1, task 0 0 [pid]: mask 0x1 set").
 SRUN_BINDING = "--cpu-bind=verbose,cores"
@@ -33,11 +35,18 @@ DEFAULT_DISTRIBUTION = {"block": ["--distribution=block:block"], "cyclic": ["--d
 def srun(spec: LaunchSpec) -> LaunchCommand:
     """A point as one step of its allocation: srun, or the MPI's own launcher where machine.yaml
     names one, or one task running a node-local conduit's spawner."""
-    if spec.node_local:
-        return _node_local(spec)
     command = spec.facts.launcher.get("command", "srun")
-    if command != "srun":
-        return _mpirun_in_allocation(spec, [command, *spec.facts.launcher.get("args", [])])
+    if spec.node_local:
+        launcher, env, expected = _node_local(spec)
+    elif command != "srun":
+        launcher, env, expected = _mpirun_in_allocation(
+            spec, [command, *spec.facts.launcher.get("args", [])])
+    else:
+        launcher, env, expected = _step(spec)
+    return LaunchCommand.of(spec, launcher, env, expected)
+
+
+def _step(spec: LaunchSpec) -> Tuple[List[str], Dict[str, str], Expected]:
     req, mapping = spec.request, spec.request.mapping
     args = list(spec.facts.launcher.get("args") or [f"--mpi={spec.flavour.srun_plugin}"])
     binding = (f"{SRUN_BINDING.split(',')[0]},map_cpu:{cpu_list(spec.cpus)}" if spec.cpus
@@ -49,10 +58,11 @@ def srun(spec: LaunchSpec) -> LaunchCommand:
     if mapping:
         declared = spec.facts.distribution
         distribution = declared if declared is not None else DEFAULT_DISTRIBUTION[mapping]
-    return LaunchCommand.of(
-        spec, argv + distribution, spec.flavour.srun_env(spec.placement, spec.env),
-        spec.expected("slurm", node_order=_node_order(distribution), cpus=spec.cpus,
-                      cpus_per_rank=int(per_task[0].split("=")[1]) if per_task else None))
+    expected = dataclasses.replace(
+        spec.expected, reports=(*spec.expected.reports, "slurm"),
+        node_order=_node_order(distribution), cpus=spec.cpus,
+        cpus_per_rank=int(per_task[0].split("=")[1]) if per_task else None)
+    return argv + distribution, spec.flavour.srun_env(spec.placement, spec.env), expected
 
 
 def srun_command(point: Point, benchmark: Benchmark, stack: ResolvedStack,
@@ -95,24 +105,24 @@ def _node_order(args: List[str]) -> Optional[str]:
     return None
 
 
-def _node_local(spec: LaunchSpec) -> LaunchCommand:
+def _node_local(spec: LaunchSpec) -> Tuple[List[str], Dict[str, str], Expected]:
     """One task on one node, with the cores of every process, running the conduit's spawner."""
     req = spec.request
     spawn = spec.flavour.local(spec.stack.launcher, req, spec.placement, spec.env)
     argv = ["srun", "-v", "-N", "1", "-n", "1", f"--cpus-per-task={req.ranks_per_node}",
             "--cpu-bind=none", "--kill-on-bad-exit=1", *spawn.argv]
     # The one srun task is the spawner, not a rank: srun's report would say nothing of ranks.
-    return LaunchCommand.of(spec, argv, spawn.env, spec.expected())
+    return argv, spawn.env, spec.expected
 
 
-def _mpirun_in_allocation(spec: LaunchSpec, command: List[str]) -> LaunchCommand:
+def _mpirun_in_allocation(spec: LaunchSpec, command: List[str]
+                          ) -> Tuple[List[str], Dict[str, str], Expected]:
     """The MPI's own launcher inside the allocation (it reads the node list from Slurm)."""
     try:
         launch = spec.flavour.in_allocation(command, spec.request, spec.placement, spec.env)
     except FlavourError as exc:
         raise LaunchError(f"point {spec.point.id}: stack {spec.stack.name!r}: {exc}") from None
-    return LaunchCommand.of(spec, launch.argv, launch.env,
-                            spec.expected(cpus=spec.launcher_cpus))
+    return launch.argv, launch.env, dataclasses.replace(spec.expected, cpus=spec.launcher_cpus)
 
 
 _ALLOCATION_GONE = re.compile(

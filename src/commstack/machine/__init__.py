@@ -143,6 +143,13 @@ class Machine:
         return {k: str(v) for k, v in self.facts.get("network", {}).get("env", {}).items()}
 
 
+def machine_launcher(machine: Optional[Machine], flavour: str, allocation: object) -> Optional[str]:
+    """machine.yaml's launcher for a flavour on this node (launchers.<flavour>.command), when
+    launching locally (no ``allocation``) and it is not srun."""
+    command = ((machine.launcher(flavour) if machine else None) or {}).get("command")
+    return command if allocation is None and command not in (None, "srun") else None
+
+
 def load_machine_file(path: Path) -> Machine:
     try:
         data = yaml.safe_load(bounds.read_text(path, bounds.MAX_CONFIG_BYTES, "machine facts"))

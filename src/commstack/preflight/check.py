@@ -13,9 +13,8 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
 
-from commstack.launch.builder import point_env
 from commstack.launch.stack import ResolvedStack, StackError
-from commstack.matrix.parameters import matrix_name
+from commstack.matrix.parameters import matrix_name, point_env
 from commstack.plan import Plan
 from commstack.preflight import rules
 from commstack.preflight.capabilities import Components, StackCapabilities, UcxResources

@@ -24,9 +24,8 @@ import commstack
 from commstack import preflight
 from commstack.aggregate import metric_of, result_rows
 from commstack.launch.allocation import Allocation
-from commstack.launch.builder import machine_launcher
 from commstack.launch.stack import StackError, resolve
-from commstack.machine import Machine
+from commstack.machine import Machine, machine_launcher
 from commstack.matrix import settings as S
 from commstack.matrix.load import load_matrix, matrix_from_text
 from commstack.matrix.model import MatrixError, Stack
