@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import commstack
-from commstack import adaptive, flavours, preflight, provenance, run_order
+from commstack import adaptive, preflight, provenance, run_order
 from commstack.benchmarks import registry
 from commstack.benchmarks.base import ParseError
 from commstack.errors import CampaignError
@@ -363,7 +363,7 @@ def _components_used(prepared: PreparedPoint, command: LaunchCommand, stderr: st
     ``benchmarks`` list names them)."""
     listed = prepared.point.get("benchmarks")
     names = str(listed).replace(",", " ").split() if listed else None
-    return flavours.get(prepared.stack.flavour).components_used(command.full_env(), stderr, names)
+    return prepared.stack.kind.components_used(command.full_env(), stderr, names)
 
 
 def _evidence_run(campaign: Campaign, session: Path, prepared: PreparedPoint,
@@ -374,7 +374,7 @@ def _evidence_run(campaign: Campaign, session: Path, prepared: PreparedPoint,
     assert prepared.evidence is not None
     folder = campaign.point_dir(prepared.point.id) / "evidence" / session.name
     folder.mkdir(parents=True, exist_ok=True)
-    flavour = flavours.get(prepared.stack.flavour)
+    flavour = prepared.stack.kind
     command = prepared.evidence.placed(folder)
     command = dataclasses.replace(command, argv=flavour.evidence_argv(command.argv, folder))
     stdout, stderr = folder / "stdout.txt", folder / "stderr.txt"

@@ -63,11 +63,12 @@ def build(point: Point, benchmark: Benchmark, stack: ResolvedStack,
           cores: int = 0) -> LaunchSpec:
     """The point's launch on this node (no ``allocation``; ``cores``: this node's, 0 to ask) or
     as a step of ``allocation``; LaunchError for a point that cannot run so."""
-    flavour, mapping = stack.kind, point.get("mapping")
+    flavour = stack.kind
     if allocation is None:
         request = _local_request(point, stack, cores or available_cores())
     else:
         request = _step_request(point, stack, allocation)
+    mapping = request.mapping
     options, variables = P.benchmark_params(point, benchmark), P.point_env(point, benchmark)
 
     facts = machine.launch_facts(flavour.name, mapping) if machine else LaunchFacts()

@@ -97,10 +97,12 @@ class Machine:
 
     def launch_facts(self, flavour: str, mapping: Optional[str]) -> LaunchFacts:
         """Everything a launch of ``flavour`` under ``mapping`` (None: no mapping) reads here."""
+        if not mapping:
+            return LaunchFacts(self.launcher(flavour) or {}, self.network_env, node=self.node)
         return LaunchFacts(self.launcher(flavour) or {}, self.network_env,
-                           self.flavour_placement(flavour, mapping) if mapping else None,
-                           self.cpu_map(mapping) if mapping else None,
-                           self.srun_distribution(mapping) if mapping else None, self.node)
+                           placement=self.flavour_placement(flavour, mapping),
+                           distribution=self.srun_distribution(mapping), node=self.node,
+                           cpu_map=self.cpu_map(mapping))
 
     @property
     def node_type(self) -> Optional[str]:
