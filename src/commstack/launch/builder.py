@@ -90,7 +90,8 @@ def build(point: Point, benchmark: Benchmark, stack: ResolvedStack,
     argv = benchmark.argv(options)
     argv[0] = stack.find(argv[0])
     env: Dict[str, str] = {}
-    if allocation is not None:  # a step: the network's variables, its launcher's but a spawner's
+    # A step gets the network's variables, and its launcher's unless a conduit's spawner runs it.
+    if allocation is not None:
         env.update(facts.network_env)
         if stack.stack.conduit not in flavour.node_local_conduits:
             env.update({k: str(v) for k, v in (facts.launcher.get("env") or {}).items()})
