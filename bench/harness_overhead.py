@@ -26,6 +26,7 @@ from pathlib import Path
 from commstack import provenance, sweep
 from commstack.benchmarks import registry
 from commstack.matrix.load import load_matrix
+from commstack.plan import prepare
 from commstack.store.campaign import Campaign
 
 MATRIX = """
@@ -53,7 +54,7 @@ def main() -> int:
     matrix_path = tmp / "matrices" / "local" / "overhead.yaml"
     matrix_path.parent.mkdir(parents=True)
     matrix_path.write_text(MATRIX)
-    plan = sweep.prepare(load_matrix(matrix_path))
+    plan = prepare(load_matrix(matrix_path))
     prepared = plan.points[0]
     parse = registry.parser_for("imb-mpi1")
     known = provenance.known_ucx_variables(prepared.stack)

@@ -26,7 +26,7 @@ def __getattr__(name: str):
         raise AttributeError(name)
     from commstack.benchmarks.base import ParseError
     from commstack.bounds import InputTooLarge, NotText
-    from commstack.launch.command import LaunchError
+    from commstack.launch.builder import LaunchError
     from commstack.launch.stack import StackError
     from commstack.launch.submit import SubmitError
     from commstack.machine import MachineError

@@ -104,7 +104,7 @@ def mpi_info(stack: ResolvedStack) -> Dict[str, str]:
     launcher = Path(stack.launcher).name
     suffix = launcher[len("mpirun"):] if launcher.startswith("mpirun.") else ""
     out: Dict[str, str] = {}
-    for version_tool in flavours.get(stack.flavour).version_tools:
+    for version_tool in stack.kind.version_tools:
         name, (tool, *args) = version_tool.file, version_tool.argv
         if tool == "{launcher}":
             exe = stack.launcher

@@ -24,30 +24,23 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import commstack
-from commstack import adaptive, flavours, preflight, provenance, run_order
+from commstack import adaptive, preflight, provenance, run_order
 from commstack.benchmarks import registry
 from commstack.benchmarks.base import ParseError
 from commstack.errors import CampaignError
 from commstack.flavours import ompi_coll_evidence
 from commstack.launch import runner
-from commstack.launch.command import (
-    LaunchCommand,
-    benchmark_argv,
-    local_command,
-    machine_launcher,
-)
-from commstack.launch.slurm import Allocation, allocation_lost, srun_command, step_provenance
-from commstack.launch.stack import ResolvedStack, StackError, resolve
-from commstack.machine import Machine
-from commstack.matrix.expand import expand
+from commstack.launch.allocation import Allocation
+from commstack.launch.command import LaunchCommand
+from commstack.launch.slurm import allocation_lost, step_provenance
 from commstack.matrix.model import Matrix, Point, deviation_notes
-from commstack.matrix.parameters import matrix_name
 from commstack.placement.check import CONTRADICTS, MISMATCH_STATUS, record_placement
+from commstack.plan import Plan, PreparedPoint, prepare  # noqa: F401 (commstack.sweep.prepare, as before)
 from commstack.progress import Progress
 from commstack.run_order import rotated  # noqa: F401 (commstack.sweep.rotated, as before)
 from commstack.store import campaign as store
@@ -58,113 +51,6 @@ from commstack.store.record import Placement, Record, SlurmStep, StackInfo, UcxR
 from commstack.store.table import write_records_csv
 
 REPO_ROOT = Path(commstack.__file__).resolve().parents[2]
-
-
-@dataclass
-class PreparedPoint:
-    point: Point
-    stack: ResolvedStack
-    command: LaunchCommand
-    # The same command plus the variables that make the MPI name the collective components it
-    # used (flavour.evidence_env): run once per point and session, its timings never used.
-    evidence: Optional[LaunchCommand] = None
-    unresolved: List[str] = field(default_factory=list)  # review mode: what is not here
-
-
-@dataclass
-class Plan:
-    matrix: Matrix
-    points: List[PreparedPoint]
-    skipped: List[Tuple[Point, str]] = field(default_factory=list)  # optional stacks missing
-    machine: Optional[Machine] = None
-    allocation: Optional[Allocation] = None
-
-
-def prepare(matrix: Matrix, machine: Optional[Machine] = None,
-            allocation: Optional[Allocation] = None, select: Callable[[Point], bool] = lambda p: True,
-            review: bool = False) -> Plan:
-    """Expand and build every command; raise on any problem before anything is launched.
-
-    Inside a Slurm allocation points become srun steps, otherwise local mpirun/mpiexec runs.
-    ``select`` keeps a subset of the points (one node-count group, one shard of an array).
-    ``review``: stacks not installed here do not stop the plan; each prepared point's stack lists
-    what is unresolved (`commstack plan` of another machine's campaign; nothing is launched).
-    """
-    points = [p for p in expand(matrix) if select(p)]
-    resolved: Dict[str, ResolvedStack] = {}
-    missing: Dict[str, str] = {}
-    for name in sorted({p.get("stack") for p in points}):
-        stack = matrix.stacks[name]
-        try:
-            resolved[name] = resolve(stack, machine_launcher(machine, stack.flavour, allocation),
-                                     review)
-        except StackError as exc:
-            if not stack.optional:
-                raise
-            missing[name] = str(exc)
-    plan = Plan(matrix, [], machine=machine, allocation=allocation)
-    for point in points:
-        name = point.get("stack")
-        if name in missing:
-            plan.skipped.append((point, missing[name]))
-            continue
-        stack = resolved[name]
-        known = len(stack.unresolved)  # the stack's own; a point adds its executables' below
-        try:
-            command = _command(point, matrix, stack, machine, allocation)
-            extra = flavours.get(stack.flavour).evidence_env(command.env)
-            evidence = _command(_with_env_params(point, extra), matrix, stack, machine,
-                                allocation) if extra else None
-        except StackError as exc:
-            if not matrix.stacks[name].optional:
-                raise
-            plan.skipped.append((point, str(exc)))
-            continue
-        finally:
-            unresolved = list(dict.fromkeys(stack.unresolved))
-            del stack.unresolved[known:]
-        plan.points.append(PreparedPoint(point, stack, command, evidence, unresolved))
-    return plan
-
-
-def _command(point: Point, matrix: Matrix, stack: ResolvedStack, machine: Optional[Machine],
-             allocation: Optional[Allocation]) -> LaunchCommand:
-    if allocation is not None:
-        return srun_command(point, matrix.benchmark, stack, machine, allocation)
-    return local_command(point, matrix.benchmark, stack, machine=machine)
-
-
-def _with_env_params(point: Point, env: Dict[str, str]) -> Point:
-    """``point`` with ``env`` added as parameters (OMPI_MCA_x as mca.x, others by name)."""
-    extra = {matrix_name(k): v for k, v in env.items()}
-    return Point(point.benchmark, tuple(sorted(dict(point.params, **extra).items())))
-
-
-def skipped_points(matrix: Matrix, points: List[Point], machine: Optional[Machine] = None
-                   ) -> Dict[str, str]:
-    """Point id -> why `run` skips it on this machine: an optional stack whose launcher or
-    benchmark executable is missing (the same rule as ``prepare``, without building commands;
-    the launcher as a local run finds it, machine.yaml's when it names one)."""
-    stacks: Dict[str, "ResolvedStack | str"] = {}
-    reasons: Dict[str, str] = {}
-    for point in points:
-        stack = matrix.stacks[point.get("stack")]
-        if not stack.optional:
-            continue
-        if stack.name not in stacks:
-            try:
-                stacks[stack.name] = resolve(stack, machine_launcher(machine, stack.flavour, None))
-            except StackError as exc:
-                stacks[stack.name] = str(exc)
-        found = stacks[stack.name]
-        if isinstance(found, str):
-            reasons[point.id] = found
-            continue
-        try:
-            benchmark_argv(point, matrix.benchmark, found)
-        except StackError as exc:
-            reasons[point.id] = str(exc)
-    return reasons
 
 
 @dataclass
@@ -477,7 +363,7 @@ def _components_used(prepared: PreparedPoint, command: LaunchCommand, stderr: st
     ``benchmarks`` list names them)."""
     listed = prepared.point.get("benchmarks")
     names = str(listed).replace(",", " ").split() if listed else None
-    return flavours.get(prepared.stack.flavour).components_used(command.full_env(), stderr, names)
+    return prepared.stack.kind.components_used(command.full_env(), stderr, names)
 
 
 def _evidence_run(campaign: Campaign, session: Path, prepared: PreparedPoint,
@@ -488,7 +374,7 @@ def _evidence_run(campaign: Campaign, session: Path, prepared: PreparedPoint,
     assert prepared.evidence is not None
     folder = campaign.point_dir(prepared.point.id) / "evidence" / session.name
     folder.mkdir(parents=True, exist_ok=True)
-    flavour = flavours.get(prepared.stack.flavour)
+    flavour = prepared.stack.kind
     command = prepared.evidence.placed(folder)
     command = dataclasses.replace(command, argv=flavour.evidence_argv(command.argv, folder))
     stdout, stderr = folder / "stdout.txt", folder / "stderr.txt"

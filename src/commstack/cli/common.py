@@ -11,7 +11,7 @@ from commstack.errors import CampaignError
 from commstack.matrix.model import Matrix
 
 if TYPE_CHECKING:
-    from commstack.sweep import Plan
+    from commstack.plan import Plan
 
 
 def add_matrix_arguments(p: argparse.ArgumentParser) -> None:
@@ -41,9 +41,9 @@ def campaign_root(args: argparse.Namespace, matrix: Matrix) -> Path:
 
 def prepare_plan(args: argparse.Namespace, matrix: Matrix) -> "Plan":
     """The plan for this invocation: machine facts, Slurm allocation, point selection."""
-    from commstack.launch.slurm import Allocation
+    from commstack.launch.allocation import Allocation
     from commstack.machine import find_machine
-    from commstack.sweep import prepare
+    from commstack.plan import prepare
 
     machine = find_machine(machine_name(args, matrix), matrix.path.parent, matrix.node_type)
     allocation = None if args.local else Allocation.from_environment()

@@ -17,12 +17,12 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from commstack import preflight, run_order
 from commstack.adaptive import within
 from commstack.cli.common import add_matrix_arguments, campaign_root, machine_name, point_filter
-from commstack.launch.slurm import Allocation
+from commstack.launch.allocation import Allocation
 from commstack.machine import Machine, find_machine
 from commstack.matrix.load import load_matrix
 from commstack.matrix.model import Matrix, Point
+from commstack.plan import Plan, PreparedPoint, prepare
 from commstack.preflight import add_allow_argument
-from commstack.sweep import Plan, PreparedPoint, prepare
 from commstack.tune.plan import is_tune_plan
 
 

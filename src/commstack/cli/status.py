@@ -56,7 +56,7 @@ def execute(args: argparse.Namespace) -> int:
     points: Dict[str, Point] = {}
     if ids is None:
         from commstack.machine import find_machine
-        from commstack.sweep import skipped_points
+        from commstack.plan import skipped_points
 
         expanded = expansion_cache.points(campaign.root, matrix, expand)
         skipped = skipped_points(matrix, expanded, find_machine(campaign.machine,

@@ -12,12 +12,12 @@ from pathlib import Path
 from commstack.cli.common import add_matrix_arguments, campaign_root, machine_name
 from commstack.errors import CampaignError
 from commstack.launch import submit as slurm
-from commstack.launch.slurm import Allocation
+from commstack.launch.allocation import Allocation
 from commstack.machine import find_machine
 from commstack.machine.check import refuse_on_contradiction
 from commstack.matrix.load import load_matrix
+from commstack.plan import prepare
 from commstack.store.campaign import Campaign
-from commstack.sweep import prepare
 
 
 def register(p: argparse.ArgumentParser) -> None:

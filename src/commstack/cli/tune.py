@@ -46,7 +46,7 @@ def execute(args: argparse.Namespace) -> int:
         raise CampaignError("a tuning plan is needed (or --import-reference)")
 
     from commstack.benchmarks import registry
-    from commstack.launch.slurm import Allocation
+    from commstack.launch.allocation import Allocation
     from commstack.machine import find_machine
     from commstack.store.files import replace
     from commstack.tune import export

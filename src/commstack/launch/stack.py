@@ -9,12 +9,8 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional
 
 from commstack import flavours
+from commstack.flavours import Flavour
 from commstack.matrix.model import Stack
-
-
-def default_launcher(stack: Stack) -> str:
-    """The flavour's launcher; a GASNet-EX conduit's own spawner (amudprun for udp)."""
-    return flavours.get(stack.flavour).default_launcher(stack.conduit)
 
 
 class StackError(RuntimeError):
@@ -25,6 +21,7 @@ class StackError(RuntimeError):
 class ResolvedStack:
     stack: Stack
     launcher: str  # absolute path
+    kind: Flavour  # the flavour's module object (commstack.flavours), looked up once
     bin_dirs: List[str] = field(default_factory=list)
     lib_dirs: List[str] = field(default_factory=list)
     # Review mode (`commstack plan` of a machine that is not this one): what could not be found
@@ -72,7 +69,7 @@ class ResolvedStack:
 
     def env_delta(self) -> Dict[str, str]:
         """Plain variables this stack sets (its flavour's, e.g. I_MPI_ROOT, and its `env`)."""
-        delta = flavours.get(self.flavour).stack_env(self.stack.root)
+        delta = self.kind.stack_env(self.stack.root)
         delta.update(dict(self.stack.env))
         return delta
 
@@ -93,7 +90,8 @@ def apply_env(base: "Mapping[str, str]", env: Dict[str, str],
 def resolve(stack: Stack, machine_launcher: Optional[str] = None, review: bool = False
             ) -> ResolvedStack:
     """Find the stack's directories and launcher: the stack's own `launcher`, else the machine's
-    (launchers.<flavour>.command, for launches on this node), else the flavour's default.
+    (launchers.<flavour>.command, for launches on this node), else the flavour's default (a GASNet-EX
+    conduit's own spawner: amudprun for udp).
 
     ``review``: nothing missing is an error; it is listed in ``unresolved`` and the paths are
     those the stack names (a view's bin/ and lib/), for a plan of another machine's campaign."""
@@ -125,7 +123,8 @@ def resolve(stack: Stack, machine_launcher: Optional[str] = None, review: bool =
             for lib in ("lib", "lib64"):
                 if (root / lib).is_dir():
                     lib_dirs.append(str(root / lib))
-    launcher = stack.launcher or machine_launcher or default_launcher(stack)
+    kind = flavours.get(stack.flavour)
+    launcher = stack.launcher or machine_launcher or kind.default_launcher(stack.conduit)
     path = os.pathsep.join(bin_dirs + [os.environ.get("PATH", "")])
     found = launcher if os.sep in launcher and os.access(launcher, os.X_OK) else shutil.which(
         launcher, path=path
@@ -133,5 +132,5 @@ def resolve(stack: Stack, machine_launcher: Optional[str] = None, review: bool =
     if not found:
         missing(f"launcher {launcher!r} not found in {', '.join(bin_dirs) or 'the stack'} or PATH")
         found = launcher
-    return ResolvedStack(stack, os.path.abspath(found) if os.sep in found else found, bin_dirs,
-                         lib_dirs, review, problems)
+    return ResolvedStack(stack, os.path.abspath(found) if os.sep in found else found, kind,
+                         bin_dirs, lib_dirs, review, problems)

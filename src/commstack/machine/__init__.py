@@ -27,6 +27,22 @@ class MachineError(ValueError):
     """A machine.yaml that does not validate, or a machine that is not described."""
 
 
+@dataclass(frozen=True)
+class LaunchFacts:
+    """What machine.yaml says of one flavour's launches under one mapping; without machine facts
+    (``LaunchFacts()``) nothing is declared."""
+
+    launcher: Dict[str, Any] = field(default_factory=dict)  # launchers.<flavour>
+    network_env: Dict[str, str] = field(default_factory=dict)  # network.env
+    placement: Optional[Placement] = None  # mapping.<m>.<flavour>
+    cpu_map: Optional[CpuMap] = None  # mapping.<m>.cpu_map
+    # The map the flavour's own placement is filled from: mapping.<m>.<flavour>.cpu_map, else
+    # mapping.<m>.cpu_map.
+    flavour_cpu_map: Optional[CpuMap] = None
+    distribution: Optional[List[str]] = None  # mapping.<m>.srun
+    node: Dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass
 class Machine:
     name: str
@@ -85,6 +101,16 @@ class Machine:
             return Placement.of(declared, source="machine.yaml")
         return Placement.of(declared.get("args", ()), declared.get("env"), source="machine.yaml")
 
+    def launch_facts(self, flavour: str, mapping: Optional[str]) -> LaunchFacts:
+        """Everything a launch of ``flavour`` under ``mapping`` (None: no mapping) reads here."""
+        if not mapping:
+            return LaunchFacts(self.launcher(flavour) or {}, self.network_env, node=self.node)
+        return LaunchFacts(self.launcher(flavour) or {}, self.network_env,
+                           placement=self.flavour_placement(flavour, mapping),
+                           distribution=self.srun_distribution(mapping), node=self.node,
+                           cpu_map=self.cpu_map(mapping),
+                           flavour_cpu_map=self.cpu_map(mapping, flavour))
+
     @property
     def node_type(self) -> Optional[str]:
         """The name of the node type these facts describe (None: the machine has one kind)."""
@@ -124,6 +150,13 @@ class Machine:
     @property
     def network_env(self) -> Dict[str, str]:
         return {k: str(v) for k, v in self.facts.get("network", {}).get("env", {}).items()}
+
+
+def machine_launcher(machine: Optional[Machine], flavour: str, allocation: object) -> Optional[str]:
+    """machine.yaml's launcher for a flavour on this node (launchers.<flavour>.command), when
+    launching locally (no ``allocation``) and it is not srun."""
+    command = ((machine.launcher(flavour) if machine else None) or {}).get("command")
+    return command if allocation is None and command not in (None, "srun") else None
 
 
 def load_machine_file(path: Path) -> Machine:

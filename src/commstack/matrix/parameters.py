@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Collection, Optional
+from typing import Collection, Dict, Optional
 
 from commstack import flavours
 from commstack.benchmarks.registry import Benchmark
+from commstack.matrix.model import Point
 
 CORE = {
     "stack": "name of a stack in `stacks`",
@@ -91,3 +92,18 @@ def flavour_honours(kind: ParameterKind, flavour: str) -> bool:
     if kind.family == "mca":
         return flavours.get(flavour).mca
     return flavour in ENV_FAMILIES[kind.family]
+
+
+def point_env(point: Point, benchmark: Benchmark) -> Dict[str, str]:
+    """Environment variables the point's env and mca parameters set."""
+    env: Dict[str, str] = {}
+    for name, value in point.params:
+        kind = classify(name, benchmark)
+        if kind.env_name:
+            env[kind.env_name] = "1" if value is True else "0" if value is False else str(value)
+    return env
+
+
+def benchmark_params(point: Point, benchmark: Benchmark) -> Dict[str, object]:
+    """The point's benchmark options, and the executable when it names one."""
+    return {k: v for k, v in point.params if k in benchmark.options or k == "executable"}

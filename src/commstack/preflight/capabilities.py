@@ -57,7 +57,7 @@ class StackCapabilities:
 
     @property
     def flavour(self) -> flavours.Flavour:
-        return flavours.get(self.stack.flavour)
+        return self.stack.kind
 
     def listing_env(self) -> Dict[str, str]:
         """The stack's environment without UCX_*/UCC_* settings: a listing shows the installation,

@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
 
-from commstack.launch.command import point_env
 from commstack.launch.stack import ResolvedStack, StackError
-from commstack.matrix.parameters import matrix_name
+from commstack.matrix.parameters import matrix_name, point_env
+from commstack.plan import Plan
 from commstack.preflight import rules
 from commstack.preflight.capabilities import Components, StackCapabilities, UcxResources
 from commstack.preflight.tools import ToolCache
-
-if TYPE_CHECKING:
-    from commstack.sweep import Plan
 
 ALLOW_FLAG = "--allow-unlisted"
 _MCA = "OMPI_MCA_"
@@ -119,7 +116,7 @@ class Preflight:
             self._stacks[key] = StackCapabilities(stack, self.tools)
         return self._stacks[key]
 
-    def check(self, plan: "Plan", allow_unlisted: Iterable[str] = ()) -> Verdict:
+    def check(self, plan: Plan, allow_unlisted: Iterable[str] = ()) -> Verdict:
         allow = normalise(allow_unlisted)
         runs, hits = self.tools.runs, self.tools.hits
         verdict = Verdict()
@@ -225,7 +222,7 @@ def default() -> Preflight:
     return _DEFAULT
 
 
-def check_plan(plan: "Plan", allow_unlisted: Iterable[str] = (),
+def check_plan(plan: Plan, allow_unlisted: Iterable[str] = (),
                preflight: Optional[Preflight] = None) -> Verdict:
     """The verdict for a plan; raises PreflightError when it refuses anything."""
     verdict = (preflight or default()).check(plan, allow_unlisted)

@@ -23,17 +23,17 @@ import yaml
 import commstack
 from commstack import preflight
 from commstack.aggregate import metric_of, result_rows
-from commstack.launch.command import machine_launcher
-from commstack.launch.slurm import Allocation
+from commstack.launch.allocation import Allocation
 from commstack.launch.stack import StackError, resolve
-from commstack.machine import Machine
+from commstack.machine import Machine, machine_launcher
 from commstack.matrix import settings as S
 from commstack.matrix.load import load_matrix, matrix_from_text
 from commstack.matrix.model import MatrixError, Stack
+from commstack.plan import prepare
 from commstack.preflight.capabilities import Components
 from commstack.store.campaign import Campaign
 from commstack.store.files import read_json, write_new, write_new_json
-from commstack.sweep import SweepResult, prepare, run_sweep
+from commstack.sweep import SweepResult, run_sweep
 from commstack.tune import capable
 from commstack.tune import decide as rule
 from commstack.tune.per_size import per_size_settings
