@@ -64,6 +64,7 @@ def load(root: Path, keep_rows: Callable[[Record], bool]) -> Optional[Loaded]:
     if set(written) != set(group_of):
         return None
     heads = table.column("record").take(order[starts]).to_pylist()
+    table = table.drop_columns(["record"])  # some kilobytes a record: not kept beside them
     records: List[Optional[Record]] = []
     chosen_groups: List[int] = []  # the groups of successful records, in the store's order
     chosen_records: List[Record] = []
@@ -73,7 +74,7 @@ def load(root: Path, keep_rows: Callable[[Record], bool]) -> Optional[Loaded]:
             records.append(None)  # an attempt still running: no record yet
             continue
         g = group_of[(point, repeat_, number)]
-        head = heads[g]
+        head, heads[g] = heads[g], None
         if head is None:  # not an index this code wrote: the records themselves
             return None
         record = Record.from_dict(dict(json.loads(head), parsed=None), path)
