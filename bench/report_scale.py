@@ -24,6 +24,14 @@ modules compiled first (as an installed package has them). Medians over ``--repe
 that exceeds ``--timeout`` is killed and reported as "> T s".
 
   python bench/report_scale.py [--sizes 1000 10000 100000] [--base 0bd3eb3] [--repeats 3]
+
+``--pairs N`` instead: today's code and the working tree's ``report``, cold, in turn (today, new,
+today, new, ...) N times per size on the same campaign, with the ratio today/new pair by pair
+(pairing keeps a ratio when a shared machine's speed drifts), each run's wall, CPU (the process
+and its drawing workers) and peak RSS, and the load average; written to ``--out``:
+
+  python bench/report_scale.py --pairs 3 --sizes 10000 100000 --base main \
+      --workdir /tmp/rs --out bench/results/report_scale_perf28.json
 """
 
 from __future__ import annotations
@@ -300,7 +308,14 @@ def main() -> int:
     parser.add_argument("--keep-today", action="store_true",
                         help="take today's code's figures from --out for sizes it holds "
                              "(run only the new code again)")
+    parser.add_argument("--pairs", type=int, default=0,
+                        help="today's and the new report in turn, N pairs per size (cold); "
+                             "nothing else is run")
+    parser.add_argument("--campaign", type=Path, action="append", default=[],
+                        help="with --pairs: an existing campaign to measure (instead of --sizes)")
     args = parser.parse_args()
+    if args.pairs:
+        return paired(args)
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="report-scale-"))
     worktree = Path(tempfile.mkdtemp(prefix="report-base-")) / "tree"
@@ -363,6 +378,56 @@ def main() -> int:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)],
                        check=False)
         if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def paired(args: argparse.Namespace) -> int:
+    """``--pairs``: today's and the new cold report in turn on each campaign."""
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="report-scale-"))
+    worktree = Path(tempfile.mkdtemp(prefix="report-base-")) / "tree"
+    base = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.base],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(worktree), base],
+                   check=True, capture_output=True)
+    new = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    rows = []
+    try:
+        for src in (worktree / "src", ROOT / "src"):
+            compile_code(src)
+        campaigns = list(args.campaign) or [generate(work, size) for size in args.sizes]
+        for campaign_dir in campaigns:
+            count = sum(1 for _ in campaign_dir.glob("points/*/rep*.try*/record.json"))
+            row: dict = {"campaign": str(campaign_dir), "records": count, "pairs": []}
+            print(f"{campaign_dir}: {count} records", flush=True)
+            for i in range(args.pairs):
+                pair = {}
+                for who, src in (("today", worktree / "src"), ("new", ROOT / "src")):
+                    pair[who] = run_cli(src, ["report", str(campaign_dir)], args.timeout, 1,
+                                        campaign_dir)
+                if pair["today"]["wall_s"] and pair["new"]["wall_s"]:
+                    pair["ratio_wall"] = pair["today"]["wall_s"] / pair["new"]["wall_s"]
+                    pair["ratio_cpu"] = pair["today"]["cpu_s"] / pair["new"]["cpu_s"]
+                print(f"  pair {i + 1}: today {shown(pair['today'])}; new {shown(pair['new'])}; "
+                      f"load {pair['new']['load_average']:.1f}", flush=True)
+                row["pairs"].append(pair)
+            for who in ("today", "new"):
+                done = [p[who] for p in row["pairs"] if p[who]["wall_s"] is not None]
+                row[who] = {k: statistics.median(r[k] for r in done) if done else None
+                            for k in ("wall_s", "cpu_s", "peak_mb")}
+            ratios = [p["ratio_wall"] for p in row["pairs"] if "ratio_wall" in p]
+            row["median_ratio_wall"] = statistics.median(ratios) if ratios else None
+            rows.append(row)
+            args.out.write_text(json.dumps(
+                {"what": "commstack report, today's code and the working tree in turn, cold",
+                 "base_commit": base, "new_commit": new, "cpus": os.cpu_count(),
+                 "pairs": args.pairs, "rows": rows}, indent=1) + "\n")
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)],
+                       check=False)
+        if args.workdir is None and not args.campaign:
             shutil.rmtree(work, ignore_errors=True)
     print(f"wrote {args.out}")
     return 0

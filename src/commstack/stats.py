@@ -129,6 +129,53 @@ def describe(samples: Sequence[float], rate: bool = False, level: float = LEVEL)
     return Center(n, m, ordered[ranks[0] - 1], ordered[ranks[1] - 1])
 
 
+def describe_many(groups: Sequence[Sequence[float]], rate: bool = False,
+                  level: float = LEVEL) -> List[Center]:
+    """:func:`describe` of each group, the same numbers, computed with NumPy for the groups of
+    each size at once (a report describes some 100,000 groups of a few samples)."""
+    out: List[Optional[Center]] = [None] * len(groups)
+    for n, (where, ordered) in _sorted_by_size(groups).items():
+        ranks = order_statistic_ranks(n, level)
+        medians = _medians(ordered, n, rate)
+        if ranks is None:
+            for i, m in zip(where, medians):
+                out[i] = Center(n, m, None, None)
+            continue
+        lows, highs = ordered[:, ranks[0] - 1].tolist(), ordered[:, ranks[1] - 1].tolist()
+        for i, m, lo, hi in zip(where, medians, lows, highs):
+            out[i] = Center(n, m, lo, hi)
+    return out  # type: ignore[return-value]
+
+
+def _sorted_by_size(groups: Sequence[Sequence[float]]) -> Dict[int, Tuple[List[int], object]]:
+    """Per group size: the groups' positions and their samples sorted, one row each (NumPy)."""
+    np, _ = _scipy()
+    where: Dict[int, List[int]] = {}
+    for i, g in enumerate(groups):
+        where.setdefault(len(g), []).append(i)
+    out = {}
+    for n, positions in where.items():
+        values = np.array([groups[i] for i in positions], dtype=float).reshape(len(positions), n)
+        out[n] = (positions, np.sort(values, axis=1))
+    return out
+
+
+def _medians(ordered, n: int, rate: bool) -> List[float]:
+    """:func:`median` of each row of ``ordered`` (rows sorted, ``n`` samples each)."""
+    np, _ = _scipy()
+    if n == 0:
+        return [math.nan] * len(ordered)
+    if n % 2:
+        return ordered[:, n // 2].tolist()
+    a, b = ordered[:, n // 2 - 1], ordered[:, n // 2]
+    plain = (a + b) / 2.0
+    if not rate:
+        return plain.tolist()
+    with np.errstate(divide="ignore"):
+        harmonic = 2.0 / (1.0 / a + 1.0 / b)
+    return np.where((a > 0) & (b > 0), harmonic, plain).tolist()
+
+
 def precise_enough(samples: Sequence[float], within: float, level: float = LEVEL) -> bool:
     """True when the median's interval lies within +-``within`` (relative) of the median."""
     return describe(samples, level=level).relative_halfwidth <= within
@@ -193,6 +240,51 @@ def shift(a: Sequence[float], b: Sequence[float], lower_is_better: bool = True,
                           np.where(worse > 0, np.inf, 1.0))
     low, high = (float(v) for v in np.quantile(ratios, [(1 - LEVEL) / 2, (1 + LEVEL) / 2]))
     return Shift(ratio, low, high, p, len(a), len(b))
+
+
+def shift_many(pairs: Sequence[Tuple[Sequence[float], Sequence[float]]],
+               lower_is_better: bool = True, interval: bool = True) -> List[Shift]:
+    """:func:`shift` of each (A, B) pair, the same numbers: without ``interval``, the medians
+    and the exact rank test's U of pairs of up to :data:`EXACT_UP_TO` samples a side are
+    computed with NumPy for the pairs of each pair of sizes at once; every other pair (an
+    interval asked for, larger samples, NaN) by :func:`shift` itself."""
+    out: List[Optional[Shift]] = [None] * len(pairs)
+    rate = not lower_is_better
+    by_size: Dict[Tuple[int, int], List[int]] = {}
+    for i, (a, b) in enumerate(pairs):
+        na, nb = len(a), len(b)
+        if interval or na < 2 or nb < 2 or na > EXACT_UP_TO or nb > EXACT_UP_TO:
+            out[i] = shift(a, b, lower_is_better, interval=interval)
+        else:
+            by_size.setdefault((na, nb), []).append(i)
+    if not by_size:
+        return out  # type: ignore[return-value]
+    np, st = _scipy()
+    for (na, nb), where in by_size.items():
+        a = np.array([pairs[i][0] for i in where], dtype=float).reshape(len(where), na)
+        b = np.array([pairs[i][1] for i in where], dtype=float).reshape(len(where), nb)
+        nan = np.isnan(a).any(axis=1) | np.isnan(b).any(axis=1)
+        sa, sb = np.sort(a, axis=1), np.sort(b, axis=1)
+        ma, mb = _medians(sa, na, rate), _medians(sb, nb, rate)
+        same = (sa[:, 0] == sa[:, -1]) & (sb[:, 0] == sb[:, -1]) & (sa[:, 0] == sb[:, 0])
+        x, y = a[:, :, None], b[:, None, :]
+        u1 = ((x > y).sum(axis=(1, 2)) + 0.5 * (x == y).sum(axis=(1, 2))).tolist()
+        for k, i in enumerate(where):
+            if nan[k]:
+                out[i] = shift(pairs[i][0], pairs[i][1], lower_is_better, interval=False)
+                continue
+            ratio = _ratio(ma[k], mb[k], lower_is_better)
+            if same[k]:
+                p = 1.0
+            else:
+                key = (na, nb, float(u1[k]))
+                p = _EXACT_P.get(key)
+                if p is None:
+                    p = _EXACT_P[key] = float(st.mannwhitneyu(
+                        pairs[i][0], pairs[i][1], alternative="two-sided",
+                        method="exact").pvalue)
+            out[i] = Shift(ratio, ratio, ratio, p, na, nb)
+    return out  # type: ignore[return-value]
 
 
 _EXACT_P: Dict[Tuple[int, int, float], float] = {}

@@ -183,6 +183,23 @@ def _params(record: Record, family: str) -> Dict[str, object]:
             if k not in _SELECTING[family] and k not in ("stack", "nodes")}
 
 
+class _ParamsText:
+    """``json.dumps(_params(record, family))``, made once per point and family (the records of a
+    point share its parameters; a record whose parameters differ gets its own)."""
+
+    def __init__(self) -> None:
+        self.known: Dict[Tuple[str, str], Tuple[Dict[str, object], str]] = {}
+
+    def __call__(self, record: Record, family: str) -> str:
+        key = (record.point_id, family)
+        found = self.known.get(key)
+        if found is not None and found[0] == record.params:
+            return found[1]
+        text = json.dumps(_params(record, family), default=str)
+        self.known[key] = (record.params, text)
+        return text
+
+
 def named_collectives(record: Record) -> Optional[set]:
     """The collectives a record's parameters ask for (None: the benchmark's default list, which
     may hold any), read without its rows."""
@@ -210,11 +227,12 @@ def relevant(records: Sequence[Record], rules: Sequence[Guideline]) -> List[Reco
     """The records of the settings whose parameters name every collective of some guideline:
     the only ones whose rows the check reads (a report keeps no rows it does not need)."""
     named: Dict[Tuple, Optional[set]] = {}
+    texts = _ParamsText()
     for rec in records:
         family = _family(rec)
         if family is None or not rec.ok or rec.published:
             continue
-        key = (family, rec.stack, rec.ranks, json.dumps(_params(rec, family), default=str))
+        key = (family, rec.stack, rec.ranks, texts(rec, family))
         these = named_collectives(rec)
         if key not in named:
             named[key] = these if these is None else set(these)
@@ -227,8 +245,7 @@ def relevant(records: Sequence[Record], rules: Sequence[Guideline]) -> List[Reco
     out = []
     for rec in records:
         family = _family(rec)
-        if family is not None and (family, rec.stack, rec.ranks, json.dumps(
-                _params(rec, family), default=str)) in wanted:
+        if family is not None and (family, rec.stack, rec.ranks, texts(rec, family)) in wanted:
             out.append(rec)
     return out
 
@@ -261,11 +278,13 @@ def settings(records: Sequence[Record],
     if entries is None:
         entries = lambda r: row_entries(r, rows(r))  # noqa: E731
     found: Dict[Tuple, Setting] = {}
+    texts = _ParamsText()
+    names: Dict[Tuple[str, object], Optional[str]] = {}  # (family, benchmark): the collective
     for rec in records:
         family = _family(rec)
         if not rec.ok or rec.published or family is None:
             continue
-        params = json.dumps(_params(rec, family), default=str)
+        params = texts(rec, family)
         per_call = None
         if family == "reprompi":
             text = output(rec)
@@ -273,24 +292,37 @@ def settings(records: Sequence[Record],
                 per_call = reprompi.samples(text) if text else None
             except ValueError:
                 per_call = None
+        stack = rec.stack or ""
+        by_processes: Dict[object, Dict[Tuple[str, int], List[float]]] = {}
         for benchmark, size, processes, value in entries(rec):
-            name = _collective(family, benchmark) if isinstance(benchmark, str) else None
+            name = names.get((family, benchmark), _UNSET)
+            if name is _UNSET:
+                name = names[(family, benchmark)] = (
+                    _collective(family, benchmark) if isinstance(benchmark, str) else None)
             if name is None or not isinstance(size, int):
                 continue
             processes = processes or rec.ranks
-            if not isinstance(processes, int):
-                continue
-            key = (family, rec.stack or "", processes, params)
-            setting = found.get(key)
-            if setting is None:
-                setting = found[key] = Setting(family, rec.stack or "", processes, params)
-            values = setting.samples.setdefault((name, size), [])
+            samples = by_processes.get(processes)
+            if samples is None:
+                if not isinstance(processes, int):
+                    continue
+                key = (family, stack, processes, params)
+                setting = found.get(key)
+                if setting is None:
+                    setting = found[key] = Setting(family, stack, processes, params)
+                samples = by_processes[processes] = setting.samples
+            values = samples.get((name, size))
+            if values is None:
+                values = samples[(name, size)] = []
             calls = per_call.get((benchmark, size)) if per_call else None
             if calls is not None:
                 values += [t * 1e6 for t in calls.local]
             else:
                 values.append(float(value))
     return list(found.values())
+
+
+_UNSET = object()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -304,12 +336,14 @@ def check(found: Sequence[Setting], rules: Sequence[Guideline], method: str = ME
     slower than the composition, a violation), and the rules nothing could check.
     ``intervals=False``: no bootstrap interval of each ratio (a report shows those of its
     violations alone, :func:`with_interval`; tens of thousands of checks cost a minute)."""
-    checks: List[Check] = []
+    pending: List[Tuple[Setting, Guideline, int, List[float], List[float]]] = []
     for setting in found:
+        by_name: Dict[str, List[Tuple[int, List[float]]]] = {}  # each collective's sizes, sorted
+        for (name, m), lhs in sorted(setting.samples.items()):
+            if lhs:
+                by_name.setdefault(name, []).append((m, lhs))
         for rule in rules:
-            for (name, m), lhs in sorted(setting.samples.items()):
-                if name != rule.collective.collective or not lhs:
-                    continue
+            for m, lhs in by_name.get(rule.collective.collective, ()):
                 parts = []
                 for term in rule.composition:
                     size = term.bytes(m, setting.processes)
@@ -317,10 +351,15 @@ def check(found: Sequence[Setting], rules: Sequence[Guideline], method: str = ME
                 if not all(parts):
                     continue
                 composed = [sum(values) for values in zip(*parts)]
-                checks.append(Check(setting, rule, m, stats.describe(lhs),
-                                    stats.describe(composed),
-                                    stats.shift(composed, lhs, interval=intervals),
-                                    samples=None if intervals else (composed, lhs)))
+                pending.append((setting, rule, m, lhs, composed))
+    # The numbers of every check at once (commstack.stats, with NumPy per sample size).
+    collectives = stats.describe_many([p[3] for p in pending])
+    compositions = stats.describe_many([p[4] for p in pending])
+    shifts = stats.shift_many([(p[4], p[3]) for p in pending], interval=intervals)
+    checks = [Check(setting, rule, m, lhs_center, composed_center, change,
+                    samples=None if intervals else (composed, lhs))
+              for (setting, rule, m, lhs, composed), lhs_center, composed_center, change
+              in zip(pending, collectives, compositions, shifts)]
     adjusted = stats.corrected([c.shift for c in checks], method)
     checks = [Check(c.setting, c.guideline, c.m, c.collective, c.composition, c.shift,
                     stats.call(c.shift.ratio, p, c.shift.testable), p, c.samples)

@@ -11,6 +11,7 @@ are read from the table's columns without making the rows.
 
 from __future__ import annotations
 
+import operator
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,8 +50,18 @@ class Samples:
         if span is None:
             return None
         start, count = span
+        end = start + count
+        kinds = self.key_names[start:end]
+        if kinds.count(kinds[0]) == count:  # one benchmark's row keys: positions once
+            where = [kinds[0].index(n) if n in kinds[0] else None for n in names]
+            keys, values = self.keys[start:end], self.values[start:end]
+            if None not in where and len(where) > 1:
+                pick = operator.itemgetter(*where)
+                return [(*pick(k), v) for k, v in zip(keys, values)]
+            return [(*(None if j is None else k[j] for j in where), v)
+                    for k, v in zip(keys, values)]
         out, positions = [], {}
-        for i in range(start, start + count):
+        for i in range(start, end):
             key_names = self.key_names[i]
             where = positions.get(key_names)
             if where is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections import defaultdict
+from dataclasses import dataclass
 from typing import Dict, List, Sequence, Tuple
 
 from commstack.benchmarks import registry
@@ -31,33 +31,100 @@ _TRANSPORT = re.compile(r"^(UCX_|FI_|OMPI_MCA_(pml|btl|mtl|osc|coll)|I_MPI_(FABR
 def factors(samples: Samples) -> Dict[str, List[Tuple[float, str]]]:
     """Per stack: (its median / the best stack's, what was measured) for every result that more
     than one stack measured (rates inverted, so a factor > 1 is always slower)."""
-    groups: Dict[Tuple, Dict[str, List[float]]] = defaultdict(lambda: defaultdict(list))
-    rests: Dict[str, str] = {}  # per point: its other parameters, as sorted JSON
-    for pid, names, keys, metric, value in zip(samples.point_ids, samples.key_names,
-                                               samples.keys, samples.metrics, samples.values):
-        params, benchmark, _ = samples.points[pid]
+    found = _factors(samples)
+    return {stack: [(x, found.what(i)) for x, i in zip(fs, at)]
+            for stack, (fs, at) in found.by_stack.items()}
+
+
+@dataclass
+class _Found:
+    """Each stack's factors and, for each, where to describe it from (:meth:`what`)."""
+
+    by_stack: Dict[str, Tuple[List[float], List[int]]]  # factors, and their results' numbers
+    results: List[Tuple[object, Tuple[str, ...], tuple, str]]  # benchmark, names, keys, metric
+    medians: List[Tuple[int, float, float]]  # per factor: (its result, its median, the best)
+
+    def what(self, i: int) -> str:
+        j, m, best = self.medians[i]
+        benchmark, names, keys, metric = self.results[j]
+        what = f"{benchmark} " + " ".join(f"{n}={k}" for n, k in zip(names, keys)) + f" {metric}"
+        return f"{what}: {m:.4g} against {best:.4g}"
+
+
+def _factors(samples: Samples) -> _Found:
+    """:func:`factors` with NumPy: the samples grouped by (benchmark, the other parameters, row
+    keys, figure) and stack, each group's median as :func:`statistics.median` gives it; the
+    texts are made only for the results a section names."""
+    import numpy as np
+
+    points: Dict[str, Tuple[int, int]] = {}  # per point: (its parameters but the stack, stack)
+    bases: Dict[Tuple[object, str], int] = {}
+    stacks: Dict[str, int] = {}
+    for pid, (params, benchmark, _) in samples.points.items():
         stack = params.get("stack")
         if stack is None:
             continue
-        rest = rests.get(pid)
-        if rest is None:
-            rest = rests[pid] = json.dumps({k: v for k, v in params.items() if k != "stack"},
-                                           sort_keys=True, default=str)
-        groups[(benchmark, rest, names, keys, metric)][str(stack)].append(value)
-    out: Dict[str, List[Tuple[float, str]]] = defaultdict(list)
-    for (benchmark, _rest, names, keys, metric), by_stack in groups.items():
-        if len(by_stack) < 2:
+        rest = json.dumps({k: v for k, v in params.items() if k != "stack"}, sort_keys=True,
+                          default=str)
+        points[pid] = (bases.setdefault((benchmark, rest), len(bases)),
+                       stacks.setdefault(str(stack), len(stacks)))
+    empty = _Found({}, [], [])
+    if not points or len(stacks) < 2:
+        return empty
+    rows: Dict[tuple, int] = {}
+    metrics: Dict[str, int] = {}
+    kept, base, stack, row, metric = [], [], [], [], []
+    for i, (pid, names, keys, m) in enumerate(zip(samples.point_ids, samples.key_names,
+                                                  samples.keys, samples.metrics)):
+        at = points.get(pid)
+        if at is None:
             continue
-        lower = registry.lower_is_better(metric)
-        medians = {s: statistics.median(v) for s, v in by_stack.items()}
-        best = min(medians.values()) if lower else max(medians.values())
-        what = f"{benchmark} " + " ".join(f"{n}={k}" for n, k in zip(names, keys)) + f" {metric}"
-        for stack, m in medians.items():
+        kept.append(i)
+        base.append(at[0])
+        stack.append(at[1])
+        row.append(rows.setdefault((names, keys), len(rows)))
+        metric.append(metrics.setdefault(m, len(metrics)))
+    if not kept:
+        return empty
+    values = np.asarray(samples.values, dtype=float)[np.asarray(kept)]
+    code = (np.asarray(base, dtype=np.int64) * len(rows) + np.asarray(row, dtype=np.int64)
+            ) * len(metrics) + np.asarray(metric, dtype=np.int64)
+    groups, group = np.unique(code, return_inverse=True)
+    stack = np.asarray(stack, dtype=np.int64)
+    order = np.lexsort((values, stack, group))
+    g, s, v = group[order], stack[order], values[order]
+    starts = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (s[1:] != s[:-1])])
+    counts = np.diff(np.r_[starts, len(v)])
+    low, high = v[starts + (counts - 1) // 2], v[starts + counts // 2]
+    median = np.where(counts % 2 == 1, low, (low + high) / 2)  # statistics.median's
+    block_group, block_stack = g[starts], s[starts]
+    first = np.flatnonzero(np.r_[True, block_group[1:] != block_group[:-1]])
+    per_group = np.diff(np.r_[first, len(block_group)])
+    stack_names = list(stacks)
+    metric_names = list(metrics)
+    row_keys = list(rows)
+    base_keys = list(bases)
+    found = _Found({}, [], [])
+    for j, (b0, n) in enumerate(zip(first.tolist(), per_group.tolist())):
+        if n < 2:
+            continue
+        c = int(groups[block_group[b0]])
+        metric_name = metric_names[c % len(metrics)]
+        c //= len(metrics)
+        names, keys = row_keys[c % len(rows)]
+        benchmark = base_keys[c // len(rows)][0]
+        lower = registry.lower_is_better(metric_name)
+        ms = median[b0:b0 + n].tolist()
+        best = min(ms) if lower else max(ms)
+        found.results.append((benchmark, names, keys, metric_name))
+        for st, m in zip(block_stack[b0:b0 + n].tolist(), ms):
             if best <= 0 or m <= 0:
                 continue
-            factor = m / best if lower else best / m
-            out[stack].append((factor, f"{what}: {m:.4g} against {best:.4g}"))
-    return out
+            fs, at = found.by_stack.setdefault(stack_names[st], ([], []))
+            fs.append(m / best if lower else best / m)
+            at.append(len(found.medians))
+            found.medians.append((len(found.results) - 1, m, best))
+    return found
 
 
 def evidence(records: Sequence[Record]) -> List[str]:
@@ -91,14 +158,19 @@ def evidence(records: Sequence[Record]) -> List[str]:
 
 
 def section(samples: Samples, records: Sequence[Record]) -> List[str]:
-    found = factors(samples)
-    slow = {s: f for s, f in found.items() if f and statistics.median(x for x, _ in f) >= FACTOR}
+    found = _factors(samples)
+    slow = {s: f for s, f in found.by_stack.items()
+            if f[0] and statistics.median(f[0]) >= FACTOR}
     if not slow:
         return []
     out = ["", "## A stack an order of magnitude slower", ""]
-    for stack, fs in sorted(slow.items()):
-        median = statistics.median(x for x, _ in fs)
-        worst = sorted(fs, reverse=True)[:SHOWN]
+    for stack, (xs, at) in sorted(slow.items()):
+        median = statistics.median(xs)
+        fs = xs
+        # The worst SHOWN, ties ordered by their texts (as sorting every (factor, text) would).
+        edge = sorted(xs, reverse=True)[:SHOWN][-1]
+        worst = sorted(((x, found.what(i)) for x, i in zip(xs, at) if x >= edge),
+                       reverse=True)[:SHOWN]
         out.append(f"- **{stack}**: {median:.0f}x the best stack (median over {len(fs)} results "
                    "measured by more than one stack); worst: "
                    + "; ".join(f"{x:.0f}x ({what})" for x, what in worst) + ".")
