@@ -23,6 +23,12 @@ for _name in flavours.names():
     _SCHEMA["$defs"]["placement"]["properties"][_name] = {"$ref": "#/$defs/flavour_placement"}
 
 
+def _entry(table: Dict[str, Any], key: str) -> Any:
+    """A flavour's entry of machine.yaml's launchers or mapping.<m>, or a key of it (None: not
+    declared)."""
+    return table[key] if key in table else None
+
+
 class MachineError(ValueError):
     """A machine.yaml that does not validate, or a machine that is not described."""
 
@@ -64,7 +70,7 @@ class Machine:
         return self.facts.get("scheduler", {})
 
     def launcher(self, flavour: str) -> Optional[Dict[str, Any]]:
-        return self.facts.get("launchers", {}).get(flavour)
+        return _entry(self.facts.get("launchers") or {}, flavour)
 
     def placement(self, mapping: str) -> Dict[str, Any]:
         """mapping.<mapping> as written: srun's arguments and each flavour's placement."""
@@ -79,7 +85,7 @@ class Machine:
         """mapping.<m>.<flavour>.cpu_map (the flavour's own, with ``flavour``), else
         mapping.<m>.cpu_map, over this node type's sockets, NUMA domains and cores; None when
         neither is declared."""
-        own = self.placement(mapping).get(flavour) if flavour else None
+        own = _entry(self.placement(mapping), flavour) if flavour else None
         declared, key = ((own["cpu_map"], f"mapping.{mapping}.{flavour}.cpu_map")
                          if isinstance(own, dict) and "cpu_map" in own
                          else (self.placement(mapping).get("cpu_map"), f"mapping.{mapping}.cpu_map"))
@@ -94,12 +100,13 @@ class Machine:
     def flavour_placement(self, flavour: str, mapping: str) -> Optional[Placement]:
         """mapping.<m>.<flavour>: a list is its launcher's arguments; a mapping gives args and
         env. None when not declared (the flavour's built-in placement applies)."""
-        declared = self.placement(mapping).get(flavour)
+        declared = _entry(self.placement(mapping), flavour)
         if declared is None:
             return None
         if isinstance(declared, list):
             return Placement.of(declared, source="machine.yaml")
-        return Placement.of(declared.get("args", ()), declared.get("env"), source="machine.yaml")
+        return Placement.of(_entry(declared, "args") or (), _entry(declared, "env"),
+                            source="machine.yaml")
 
     def launch_facts(self, flavour: str, mapping: Optional[str]) -> LaunchFacts:
         """Everything a launch of ``flavour`` under ``mapping`` (None: no mapping) reads here."""

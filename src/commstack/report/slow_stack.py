@@ -105,7 +105,7 @@ def _factors(samples: Samples) -> _Found:
     row_keys = list(rows)
     base_keys = list(bases)
     found = _Found({}, [], [])
-    for j, (b0, n) in enumerate(zip(first.tolist(), per_group.tolist())):
+    for b0, n in zip(first.tolist(), per_group.tolist()):
         if n < 2:
             continue
         c = int(groups[block_group[b0]])
