@@ -74,11 +74,11 @@ class Machine:
 
     def placement(self, mapping: str) -> Dict[str, Any]:
         """mapping.<mapping> as written: srun's arguments and each flavour's placement."""
-        return self.facts.get("mapping", {}).get(mapping, {})
+        return _entry(self.facts.get("mapping") or {}, mapping) or {}
 
     def srun_distribution(self, mapping: str) -> Optional[List[str]]:
         """srun's arguments for a mapping (mapping.<m>.srun), or None when not declared."""
-        args = self.placement(mapping).get("srun")
+        args = _entry(self.placement(mapping), "srun")
         return None if args is None else [str(a) for a in args]
 
     def cpu_map(self, mapping: str, flavour: Optional[str] = None) -> Optional[CpuMap]:
@@ -88,7 +88,7 @@ class Machine:
         own = _entry(self.placement(mapping), flavour) if flavour else None
         declared, key = ((own["cpu_map"], f"mapping.{mapping}.{flavour}.cpu_map")
                          if isinstance(own, dict) and "cpu_map" in own
-                         else (self.placement(mapping).get("cpu_map"), f"mapping.{mapping}.cpu_map"))
+                         else (_entry(self.placement(mapping), "cpu_map"), f"mapping.{mapping}.cpu_map"))
         if declared is None:
             return None
         try:
