@@ -169,3 +169,17 @@ def test_hodges_lehmann_is_the_median_of_walsh_averages_and_resists_an_outlier()
     # Past the bound of formed averages, the median (bounded memory).
     many = [float(i) for i in range(stats.HL_EXACT_UP_TO + 1)]
     assert stats.hodges_lehmann(many) == stats.median(many)
+
+
+def test_the_batched_forms_give_exactly_the_single_forms_numbers():
+    """describe_many / shift_many (the report's guideline checks) are describe / shift of each
+    group: the same medians, intervals, U counts and p-values, ties and rates included."""
+    rng = random.Random(7)
+    groups = [[round(rng.lognormvariate(0, 0.3), rng.choice((1, 2, 4))) for _ in range(n)]
+              for n in (1, 2, 3, 5, 6, 7, 10, 12, 20) for _ in range(4)]
+    for rate in (False, True):
+        assert stats.describe_many(groups, rate) == [stats.describe(g, rate) for g in groups]
+    pairs = [(a, b) for a, b in zip(groups, groups[1:] + groups[:1])]
+    for lower in (True, False):
+        assert stats.shift_many(pairs, lower, interval=False) == [
+            stats.shift(a, b, lower, interval=False) for a, b in pairs]

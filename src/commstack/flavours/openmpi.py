@@ -86,12 +86,10 @@ class OpenMPI(Flavour):
         # mpirun reads the allocation's nodes from Slurm; --npernode keeps ranks_per_node on each
         # (a second --map-by would replace ppr:N:node, so a mapping takes --npernode).
         argv = [*command, "-np", str(req.ranks)]
-        if any(a.startswith("ppr:") for a in placement.args):
-            pass  # the placement's own ppr:N:<object> fixes the ranks per node (a study's mapping)
-        elif req.mapping:
-            argv += ["--npernode", str(req.ranks_per_node)]
-        else:
-            argv += ["--map-by", f"ppr:{req.ranks_per_node}:node"]
+        # A placement's own ppr:N:<object> (a study's mapping) fixes the ranks per node itself.
+        if not any(a.startswith("ppr:") for a in placement.args):
+            argv += (["--npernode", str(req.ranks_per_node)] if req.mapping
+                     else ["--map-by", f"ppr:{req.ranks_per_node}:node"])
         argv += self._common(req, placement)
         env = with_env(env, placement.env_dict)
         return Launch(argv + _exports(env), env)
