@@ -45,10 +45,15 @@ def _record(text: str, stack: str = "ompi") -> Record:
                   stdout="stdout.txt")
 
 
-def _checks(*texts: str):
+def _inputs(*texts: str):
+    """(records, their outputs) of runs that printed ``texts``: what ``settings`` takes."""
     records = [_record(t, f"s{i}") for i, t in enumerate(texts)]
     outputs = {r.point_id: t for r, t in zip(records, texts)}
-    found = guidelines.settings(records, lambda r: outputs[r.point_id])
+    return records, lambda r: outputs[r.point_id]
+
+
+def _checks(*texts: str):
+    found = guidelines.settings(*_inputs(*texts))
     return guidelines.check(found, guidelines.read_guidelines())
 
 
@@ -71,6 +76,12 @@ def test_a_planted_violation_is_reported_with_its_sizes_and_composition():
             by[("s0", "allreduce-reduce-bcast", m)].verdict
 
     lines = guidelines.lines(checks, unchecked, guidelines.read_guidelines())
+    # The report's form (every check as columns, a Check made only where shown) says the same.
+    found = guidelines.settings(*_inputs(text, planted))
+    checked = guidelines.measure(found, guidelines.read_guidelines(), intervals=False)
+    assert [checked.check(i) for i in range(len(checked))] == guidelines.check(
+        found, guidelines.read_guidelines(), intervals=False)[0]
+    assert guidelines.lines(checked, checked.unchecked, guidelines.read_guidelines()) == lines
     row = next(line for line in lines if line.startswith("| ReproMPI, s1") and "| 1024 |" in line)
     assert "Allreduce(m) <= Reduce(m) + Bcast(m)" in row
     assert "Reduce(1024 B) + Bcast(1024 B)" in row

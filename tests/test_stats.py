@@ -183,3 +183,27 @@ def test_the_batched_forms_give_exactly_the_single_forms_numbers():
     for lower in (True, False):
         assert stats.shift_many(pairs, lower, interval=False) == [
             stats.shift(a, b, lower, interval=False) for a, b in pairs]
+
+
+def test_the_column_forms_of_correction_and_verdict_give_the_single_forms_answers():
+    """corrected_columns / calls (some 400,000 guideline checks of a report at once) are
+    corrected / call of each shift: Holm and BH, untestable shifts, ratios at and beyond the
+    threshold, zero medians."""
+    rng = random.Random(11)
+    groups = [[round(rng.lognormvariate(0, 0.4), rng.choice((1, 2, 4))) for _ in range(n)]
+              for n in (1, 2, 3, 4, 5, 8, 10, 12) for _ in range(6)]
+    groups += [[0.0, 0.0, 0.0], [1.0, 1.0], [0.0, 1.0, 2.0]]
+    pairs = [(a, b) for a in groups[::3] for b in groups[1::5]]
+    for lower in (True, False):
+        columns = stats.shift_columns(pairs, lower, interval=False)
+        shifts = [columns.shift(i) for i in range(len(pairs))]
+        assert shifts == [stats.shift(a, b, lower, interval=False) for a, b in pairs]
+        for method in stats.METHODS:
+            adjusted = stats.corrected_columns(columns, method).tolist()
+            assert adjusted == stats.corrected(shifts, method)
+            assert stats.calls(columns.ratio, adjusted, columns.testable) == [
+                stats.call(s.ratio, p, s.testable) for s, p in zip(shifts, adjusted)]
+    verdicts = stats.calls([1.2, 1.2, 1.2, 0.8, 1.04, 1.06], [0.01, 0.06, 0.01, 0.01, 0.0, 0.01],
+                           [True, True, False, True, True, True])
+    assert verdicts == [stats.WORSE, stats.SAME, stats.UNTESTED, stats.BETTER, stats.SAME,
+                        stats.WORSE]

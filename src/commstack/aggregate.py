@@ -196,15 +196,22 @@ def _aggregate_part(part, names: List[str], points) -> "object":
                        median=median, ci_low=ci_low, ci_high=ci_high, min=value[start],
                        max=value[start + count - 1])
     params = pd.DataFrame.from_dict({p: info[0] for p, info in points.items()}, orient="index")
-    info = pd.DataFrame({"job_ranks": {p: i[2] for p, i in points.items()}})
     head = head.reset_index(drop=True)
+    # Each row's point, as its position among the points: a parameter is taken from there.
+    at, named = pd.factorize(head["point_id"])
+    place = params.index.get_indexer(named)
+    missing = place < 0
     for column in params.columns:  # a parameter wins over a row key of the same name
-        values = head["point_id"].map(params[column])
+        by_point = params[column].to_numpy(dtype=object)[place]
+        by_point[missing] = np.nan
+        values = pd.Series(by_point[at], index=head.index, dtype=params[column].dtype)
         head[column] = values.where(values.notna(), head[column]) if column in head else values
-    head["lower_is_better"] = head["metric"].map(registry.lower_is_better)
-    rates = ~head["lower_is_better"].astype(bool).to_numpy()
-    head["median"] = np.where(rates & (count % 2 == 0), harmonic, median)
-    ranks = head["point_id"].map(info["job_ranks"])
+    metric, metric_names = pd.factorize(head["metric"])
+    lower = np.array([registry.lower_is_better(m) for m in metric_names], dtype=bool)
+    head["lower_is_better"] = lower[metric]
+    head["median"] = np.where(~lower[metric] & (count % 2 == 0), harmonic, median)
+    job_ranks = pd.DataFrame({"job_ranks": {p: i[2] for p, i in points.items()}})["job_ranks"]
+    ranks = pd.Series(job_ranks.reindex(named).to_numpy()[at], index=head.index)
     head["job_ranks"] = ranks
     np_ = pd.to_numeric(head["np"], errors="coerce") if "np" in head else None
     head["subrun"] = (False if np_ is None else

@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from commstack.optional import require
 
@@ -133,18 +133,46 @@ def describe_many(groups: Sequence[Sequence[float]], rate: bool = False,
                   level: float = LEVEL) -> List[Center]:
     """:func:`describe` of each group, the same numbers, computed with NumPy for the groups of
     each size at once (a report describes some 100,000 groups of a few samples)."""
-    out: List[Optional[Center]] = [None] * len(groups)
-    for n, (where, ordered) in _sorted_by_size(groups).items():
-        ranks = order_statistic_ranks(n, level)
-        medians = _medians(ordered, n, rate)
-        if ranks is None:
-            for i, m in zip(where, medians):
-                out[i] = Center(n, m, None, None)
-            continue
-        lows, highs = ordered[:, ranks[0] - 1].tolist(), ordered[:, ranks[1] - 1].tolist()
-        for i, m, lo, hi in zip(where, medians, lows, highs):
-            out[i] = Center(n, m, lo, hi)
-    return out  # type: ignore[return-value]
+    columns = describe_columns(groups, rate, level)
+    return [columns.center(i) for i in range(len(groups))]
+
+
+@dataclass(frozen=True)
+class Centers:
+    """:class:`Center` of many groups as columns (NumPy arrays; ``low``/``high`` NaN where a
+    group has no interval): what :func:`describe_many` computes, before any object is made."""
+
+    n: Any
+    median: Any
+    low: Any
+    high: Any
+    has_interval: Any
+
+    def center(self, i: int) -> Center:
+        if not self.has_interval[i]:
+            return Center(int(self.n[i]), float(self.median[i]), None, None)
+        return Center(int(self.n[i]), float(self.median[i]), float(self.low[i]),
+                      float(self.high[i]))
+
+
+def describe_columns(groups: Sequence[Sequence[float]], rate: bool = False,
+                     level: float = LEVEL) -> Centers:
+    """:func:`describe` of each group as :class:`Centers`, for the groups of each size at once."""
+    np, _ = _scipy()
+    size = len(groups)
+    n = np.zeros(size, dtype=np.int64)
+    median = np.full(size, np.nan)
+    low, high = np.full(size, np.nan), np.full(size, np.nan)
+    has = np.zeros(size, dtype=bool)
+    for k, (where, ordered) in _sorted_by_size(groups).items():
+        at = np.asarray(where, dtype=np.int64)
+        n[at] = k
+        median[at] = _medians(ordered, k, rate)
+        ranks = order_statistic_ranks(k, level)
+        if ranks is not None:
+            low[at], high[at] = ordered[:, ranks[0] - 1], ordered[:, ranks[1] - 1]
+            has[at] = True
+    return Centers(n, median, low, high, has)
 
 
 def _sorted_by_size(groups: Sequence[Sequence[float]]) -> Dict[int, Tuple[List[int], object]]:
@@ -244,47 +272,90 @@ def shift(a: Sequence[float], b: Sequence[float], lower_is_better: bool = True,
 
 def shift_many(pairs: Sequence[Tuple[Sequence[float], Sequence[float]]],
                lower_is_better: bool = True, interval: bool = True) -> List[Shift]:
-    """:func:`shift` of each (A, B) pair, the same numbers: without ``interval``, the medians
-    and the exact rank test's U of pairs of up to :data:`EXACT_UP_TO` samples a side are
-    computed with NumPy for the pairs of each pair of sizes at once; every other pair (an
-    interval asked for, larger samples, NaN) by :func:`shift` itself."""
-    out: List[Optional[Shift]] = [None] * len(pairs)
+    """:func:`shift` of each (A, B) pair, the same numbers (see :func:`shift_columns`)."""
+    columns = shift_columns(pairs, lower_is_better, interval)
+    return [columns.shift(i) for i in range(len(pairs))]
+
+
+@dataclass(frozen=True)
+class Shifts:
+    """:class:`Shift` of many pairs as columns (NumPy arrays), before any object is made."""
+
+    ratio: Any
+    low: Any
+    high: Any
+    p: Any
+    n_a: Any
+    n_b: Any
+
+    @property
+    def testable(self) -> Any:
+        return (self.n_a >= 2) & (self.n_b >= 2)
+
+    def shift(self, i: int) -> Shift:
+        return Shift(float(self.ratio[i]), float(self.low[i]), float(self.high[i]),
+                     float(self.p[i]), int(self.n_a[i]), int(self.n_b[i]))
+
+
+def shift_columns(pairs: Sequence[Tuple[Sequence[float], Sequence[float]]],
+                  lower_is_better: bool = True, interval: bool = True) -> Shifts:
+    """:func:`shift` of each (A, B) pair as :class:`Shifts`, the same numbers: without
+    ``interval``, the medians and the exact rank test's U of pairs of up to
+    :data:`EXACT_UP_TO` samples a side are computed with NumPy for the pairs of each pair of
+    sizes at once, the exact p once per (sizes, U); every other pair (an interval asked for,
+    larger samples, NaN) by :func:`shift` itself."""
+    np, st = _scipy()
+    size = len(pairs)
+    ratio, low, high, p = (np.ones(size) for _ in range(4))
+    n_a, n_b = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
     rate = not lower_is_better
     by_size: Dict[Tuple[int, int], List[int]] = {}
+    alone: List[int] = []
     for i, (a, b) in enumerate(pairs):
         na, nb = len(a), len(b)
         if interval or na < 2 or nb < 2 or na > EXACT_UP_TO or nb > EXACT_UP_TO:
-            out[i] = shift(a, b, lower_is_better, interval=interval)
+            alone.append(i)
         else:
             by_size.setdefault((na, nb), []).append(i)
-    if not by_size:
-        return out  # type: ignore[return-value]
-    np, st = _scipy()
     for (na, nb), where in by_size.items():
         a = np.array([pairs[i][0] for i in where], dtype=float).reshape(len(where), na)
         b = np.array([pairs[i][1] for i in where], dtype=float).reshape(len(where), nb)
         nan = np.isnan(a).any(axis=1) | np.isnan(b).any(axis=1)
+        alone += [i for i, bad in zip(where, nan.tolist()) if bad]
+        keep = ~nan
+        at = np.asarray(where, dtype=np.int64)[keep]
+        a, b = a[keep], b[keep]
         sa, sb = np.sort(a, axis=1), np.sort(b, axis=1)
-        ma, mb = _medians(sa, na, rate), _medians(sb, nb, rate)
+        ma = np.asarray(_medians(sa, na, rate), dtype=float)
+        mb = np.asarray(_medians(sb, nb, rate), dtype=float)
+        r = _ratios(np, ma, mb, lower_is_better)
+        ratio[at], low[at], high[at] = r, r, r
+        n_a[at], n_b[at] = na, nb
         same = (sa[:, 0] == sa[:, -1]) & (sb[:, 0] == sb[:, -1]) & (sa[:, 0] == sb[:, 0])
         x, y = a[:, :, None], b[:, None, :]
-        u1 = ((x > y).sum(axis=(1, 2)) + 0.5 * (x == y).sum(axis=(1, 2))).tolist()
-        for k, i in enumerate(where):
-            if nan[k]:
-                out[i] = shift(pairs[i][0], pairs[i][1], lower_is_better, interval=False)
-                continue
-            ratio = _ratio(ma[k], mb[k], lower_is_better)
-            if same[k]:
-                p = 1.0
-            else:
-                key = (na, nb, float(u1[k]))
-                p = _EXACT_P.get(key)
-                if p is None:
-                    p = _EXACT_P[key] = float(st.mannwhitneyu(
-                        pairs[i][0], pairs[i][1], alternative="two-sided",
-                        method="exact").pvalue)
-            out[i] = Shift(ratio, ratio, ratio, p, na, nb)
-    return out  # type: ignore[return-value]
+        u1 = (x > y).sum(axis=(1, 2)) + 0.5 * (x == y).sum(axis=(1, 2))
+        distinct, first, inverse = np.unique(u1, return_index=True, return_inverse=True)
+        exact = np.empty(len(distinct))
+        for j, (u, k) in enumerate(zip(distinct.tolist(), first.tolist())):
+            key = (na, nb, float(u))
+            if key not in _EXACT_P:
+                _EXACT_P[key] = float(st.mannwhitneyu(a[k], b[k], alternative="two-sided",
+                                                      method="exact").pvalue)
+            exact[j] = _EXACT_P[key]
+        p[at] = np.where(same, 1.0, exact[inverse.reshape(-1)])
+    for i in alone:
+        one = shift(pairs[i][0], pairs[i][1], lower_is_better, interval=interval)
+        ratio[i], low[i], high[i], p[i], n_a[i], n_b[i] = (one.ratio, one.low, one.high, one.p,
+                                                           one.n_a, one.n_b)
+    return Shifts(ratio, low, high, p, n_a, n_b)
+
+
+def _ratios(np, a, b, lower_is_better: bool):
+    """:func:`_ratio` of arrays of medians."""
+    worse, better = (b, a) if lower_is_better else (a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        plain = worse / np.where(better == 0, 1.0, better)
+    return np.where(better == 0, np.where(worse == 0, 1.0, np.inf), plain)
 
 
 _EXACT_P: Dict[Tuple[int, int, float], float] = {}
@@ -379,6 +450,42 @@ def corrected(shifts: Sequence[Shift], method: str = "bh") -> List[float]:
     tested = [i for i, s in enumerate(shifts) if s.testable]
     adjusted = dict(zip(tested, adjust([shifts[i].p for i in tested], method)))
     return [adjusted.get(i, 1.0) for i in range(len(shifts))]
+
+
+def corrected_columns(shifts: Shifts, method: str = "bh") -> Any:
+    """:func:`corrected` of :class:`Shifts`, the same numbers, as a NumPy array (Holm with
+    NumPy: some 400,000 checks of a report are corrected together)."""
+    np, _ = _scipy()
+    testable = shifts.testable
+    out = np.ones(len(shifts.p))
+    tested = np.asarray(shifts.p, dtype=float)[testable]
+    if not len(tested):
+        return out
+    if method == "holm":
+        order = np.argsort(tested, kind="stable")
+        m = len(tested)
+        held = np.fmin(1.0, (m - np.arange(m)) * tested[order])
+        adjusted = np.empty(m)
+        adjusted[order] = np.fmax.accumulate(held)
+        out[testable] = adjusted
+    else:
+        out[testable] = adjust(tested.tolist(), method)
+    return out
+
+
+def calls(ratio: Any, p_adjusted: Any, testable: Any, threshold: float = THRESHOLD,
+          alpha: float = ALPHA) -> List[str]:
+    """:func:`call` of arrays of ratios, corrected p-values and testability."""
+    np, _ = _scipy()
+    ratio, p_adjusted = np.asarray(ratio, dtype=float), np.asarray(p_adjusted, dtype=float)
+    beyond_worse = ratio > 1 + threshold
+    beyond_better = ratio < 1 / (1 + threshold)
+    verdict = np.where(beyond_worse, 0, 1)  # WORSE, BETTER, SAME, UNTESTED by position
+    verdict = np.where(p_adjusted >= alpha, 2, verdict)
+    verdict = np.where(np.asarray(testable, dtype=bool), verdict, 3)
+    verdict = np.where(beyond_worse | beyond_better, verdict, 2)
+    names = (WORSE, BETTER, SAME, UNTESTED)
+    return [names[v] for v in verdict.tolist()]
 
 
 def verdicts(shifts: Sequence[Shift], threshold: float = THRESHOLD, alpha: float = ALPHA,

@@ -25,7 +25,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from commstack import stats
 from commstack.benchmarks import registry
@@ -336,6 +336,47 @@ def check(found: Sequence[Setting], rules: Sequence[Guideline], method: str = ME
     slower than the composition, a violation), and the rules nothing could check.
     ``intervals=False``: no bootstrap interval of each ratio (a report shows those of its
     violations alone, :func:`with_interval`; tens of thousands of checks cost a minute)."""
+    checked = measure(found, rules, method, intervals)
+    return [checked.check(i) for i in range(len(checked))], checked.unchecked
+
+
+@dataclass
+class Checked:
+    """Every check's numbers as columns (:mod:`commstack.stats`), a :class:`Check` made only
+    for those asked for: a report of 100,000 records makes some 400,000 checks and shows its
+    violations alone."""
+
+    pending: List[Tuple[Setting, Guideline, int, List[float], List[float]]]
+    collectives: stats.Centers
+    compositions: stats.Centers
+    shifts: stats.Shifts
+    adjusted: List[float]
+    verdicts: List[str]
+    intervals: bool
+    unchecked: List[str]
+
+    def __len__(self) -> int:
+        return len(self.pending)
+
+    def check(self, i: int) -> Check:
+        setting, rule, m, lhs, composed = self.pending[i]
+        return Check(setting, rule, m, self.collectives.center(i), self.compositions.center(i),
+                     self.shifts.shift(i), self.verdicts[i], self.adjusted[i],
+                     None if self.intervals else (composed, lhs))
+
+    def violations(self) -> List[Check]:
+        return [self.check(i) for i, v in enumerate(self.verdicts) if v == stats.WORSE]
+
+    def setting_count(self) -> int:
+        return len({id(p[0]) for p in self.pending})
+
+    def names(self) -> set:
+        return {p[1].name for p in self.pending}
+
+
+def measure(found: Sequence[Setting], rules: Sequence[Guideline], method: str = METHOD,
+            intervals: bool = True) -> Checked:
+    """:func:`check`'s checks as :class:`Checked`."""
     pending: List[Tuple[Setting, Guideline, int, List[float], List[float]]] = []
     for setting in found:
         by_name: Dict[str, List[Tuple[int, List[float]]]] = {}  # each collective's sizes, sorted
@@ -353,19 +394,13 @@ def check(found: Sequence[Setting], rules: Sequence[Guideline], method: str = ME
                 composed = [sum(values) for values in zip(*parts)]
                 pending.append((setting, rule, m, lhs, composed))
     # The numbers of every check at once (commstack.stats, with NumPy per sample size).
-    collectives = stats.describe_many([p[3] for p in pending])
-    compositions = stats.describe_many([p[4] for p in pending])
-    shifts = stats.shift_many([(p[4], p[3]) for p in pending], interval=intervals)
-    checks = [Check(setting, rule, m, lhs_center, composed_center, change,
-                    samples=None if intervals else (composed, lhs))
-              for (setting, rule, m, lhs, composed), lhs_center, composed_center, change
-              in zip(pending, collectives, compositions, shifts)]
-    adjusted = stats.corrected([c.shift for c in checks], method)
-    checks = [Check(c.setting, c.guideline, c.m, c.collective, c.composition, c.shift,
-                    stats.call(c.shift.ratio, p, c.shift.testable), p, c.samples)
-              for c, p in zip(checks, adjusted)]
-    used = {c.guideline.name for c in checks}
-    return checks, [r.name for r in rules if r.name not in used]
+    shifts = stats.shift_columns([(p[4], p[3]) for p in pending], interval=intervals)
+    adjusted = stats.corrected_columns(shifts, method)
+    used = {p[1].name for p in pending}
+    return Checked(pending, stats.describe_columns([p[3] for p in pending]),
+                   stats.describe_columns([p[4] for p in pending]), shifts, adjusted.tolist(),
+                   stats.calls(shifts.ratio, adjusted, shifts.testable), intervals,
+                   [r.name for r in rules if r.name not in used])
 
 
 def _center(c: stats.Center) -> str:
@@ -374,9 +409,26 @@ def _center(c: stats.Center) -> str:
     return f"{c.median:.3g} [{c.low:.3g}–{c.high:.3g}] (n={c.n})"
 
 
-def violations(checks: Sequence[Check]) -> List[Check]:
+Checks = Union[Sequence[Check], Checked]
+
+
+def violations(checks: Checks) -> List[Check]:
     """The checks whose collective :mod:`commstack.stats` calls slower than the composition."""
+    if isinstance(checks, Checked):
+        return checks.violations()
     return [c for c in checks if c.verdict == stats.WORSE]
+
+
+def _setting_count(checks: Checks) -> int:
+    if isinstance(checks, Checked):
+        return checks.setting_count()
+    return len({id(c.setting) for c in checks})
+
+
+def _names(checks: Checks) -> set:
+    if isinstance(checks, Checked):
+        return checks.names()
+    return {c.guideline.name for c in checks}
 
 
 def evidence_table(checks: Sequence[Check], method: str = METHOD) -> List[str]:
@@ -395,10 +447,10 @@ def evidence_table(checks: Sequence[Check], method: str = METHOD) -> List[str]:
                   "ratio [interval]", f"p ({name})", "verdict"], body, align="llrllrrl")
 
 
-def summary(checks: Sequence[Check], method: str = METHOD) -> str:
+def summary(checks: Checks, method: str = METHOD) -> str:
     """How many checks, settings and violations, and by which rule, in one sentence."""
     found = violations(checks)
-    return (f"{len(checks)} checks in {len({id(c.setting) for c in checks})} settings; "
+    return (f"{len(checks)} checks in {_setting_count(checks)} settings; "
             f"{len(found)} violations: the collective slower than a composition that "
             f"does the same job. Verdicts: {stats.rule_text(method=method)}. "
             "Times in usec: median [95 % interval] (n samples); ratio: collective / "
@@ -411,7 +463,7 @@ NOTHING_CHECKED = ("No guideline could be checked: no setting measured a collect
 NO_VIOLATION = "No violation found beyond noise."
 
 
-def lines(checks: Sequence[Check], unchecked: Sequence[str], rules: Sequence[Guideline],
+def lines(checks: Checks, unchecked: Sequence[str], rules: Sequence[Guideline],
           method: str = METHOD) -> List[str]:
     """The report section."""
     out = ["", "## Self-consistent performance guidelines", ""]
@@ -429,13 +481,13 @@ def lines(checks: Sequence[Check], unchecked: Sequence[str], rules: Sequence[Gui
     return out + sources(checks, unchecked, rules)
 
 
-def sources(checks: Sequence[Check], unchecked: Sequence[str],
+def sources(checks: Checks, unchecked: Sequence[str],
             rules: Sequence[Guideline]) -> List[str]:
     """The guidelines checked, each with its source, and those nothing could check."""
     by_name = {r.name: r for r in rules}
     out = ["", "Guidelines checked: " + "; ".join(
         f"`{by_name[n].rule}` ({by_name[n].source})" for n in
-        sorted({c.guideline.name for c in checks}))]
+        sorted(_names(checks)))]
     if unchecked:
         out.append("Not checked (collectives or sizes not measured in one setting): "
                    + ", ".join(f"`{by_name[n].rule}`" for n in unchecked) + ".")
@@ -452,8 +504,8 @@ def section(records: Sequence[Record],
     found = settings(relevant(records, rules), output, rows, entries)
     if not found:
         return []
-    checks, unchecked = check(found, rules, intervals=False)
-    return lines(checks, unchecked, rules)
+    checked = measure(found, rules, intervals=False)
+    return lines(checked, checked.unchecked, rules)
 
 
 # --- a campaign's stored runs -------------------------------------------------------------------

@@ -16,7 +16,7 @@ import json
 import re
 import statistics
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from commstack.benchmarks import registry
 from commstack.report.load import Samples
@@ -38,15 +38,20 @@ def factors(samples: Samples) -> Dict[str, List[Tuple[float, str]]]:
 
 @dataclass
 class _Found:
-    """Each stack's factors and, for each, where to describe it from (:meth:`what`)."""
+    """Each stack's factors and, for each, where to describe it from (:meth:`what`): per factor
+    its result, median and the best stack's (NumPy arrays); a result's benchmark, row and
+    figure are decoded only for the factors a section names."""
 
-    by_stack: Dict[str, Tuple[List[float], List[int]]]  # factors, and their results' numbers
-    results: List[Tuple[object, Tuple[str, ...], tuple, str]]  # benchmark, names, keys, metric
-    medians: List[Tuple[int, float, float]]  # per factor: (its result, its median, the best)
+    by_stack: Dict[str, Tuple[List[float], List[int]]]  # factors, and their positions
+    result: Any = None  # per factor: its result's code (benchmark, row, figure)
+    median: Any = None
+    best: Any = None
+    decode: Callable[[int], Tuple[object, Tuple[str, ...], tuple, str]] = lambda code: (
+        None, (), (), "")
 
     def what(self, i: int) -> str:
-        j, m, best = self.medians[i]
-        benchmark, names, keys, metric = self.results[j]
+        benchmark, names, keys, metric = self.decode(int(self.result[i]))
+        m, best = float(self.median[i]), float(self.best[i])
         what = f"{benchmark} " + " ".join(f"{n}={k}" for n, k in zip(names, keys)) + f" {metric}"
         return f"{what}: {m:.4g} against {best:.4g}"
 
@@ -56,6 +61,7 @@ def _factors(samples: Samples) -> _Found:
     keys, figure) and stack, each group's median as :func:`statistics.median` gives it; the
     texts are made only for the results a section names."""
     import numpy as np
+    import pandas as pd
 
     points: Dict[str, Tuple[int, int]] = {}  # per point: (its parameters but the stack, stack)
     bases: Dict[Tuple[object, str], int] = {}
@@ -68,29 +74,27 @@ def _factors(samples: Samples) -> _Found:
                           default=str)
         points[pid] = (bases.setdefault((benchmark, rest), len(bases)),
                        stacks.setdefault(str(stack), len(stacks)))
-    empty = _Found({}, [], [])
+    empty = _Found({})
     if not points or len(stacks) < 2:
         return empty
-    rows: Dict[tuple, int] = {}
-    metrics: Dict[str, int] = {}
-    kept, base, stack, row, metric = [], [], [], [], []
-    for i, (pid, names, keys, m) in enumerate(zip(samples.point_ids, samples.key_names,
-                                                  samples.keys, samples.metrics)):
-        at = points.get(pid)
-        if at is None:
-            continue
-        kept.append(i)
-        base.append(at[0])
-        stack.append(at[1])
-        row.append(rows.setdefault((names, keys), len(rows)))
-        metric.append(metrics.setdefault(m, len(metrics)))
-    if not kept:
+    # Per sample: its point's (parameters but the stack, stack), its row and figure, as codes
+    # (pandas' factorize: codes in order of first appearance, hashed in C).
+    where = {pid: i for i, pid in enumerate(points)}
+    at_point = np.fromiter((where.get(pid, -1) for pid in samples.point_ids), dtype=np.int64,
+                           count=len(samples.point_ids))
+    kept = np.flatnonzero(at_point >= 0)
+    if not len(kept):
         return empty
-    values = np.asarray(samples.values, dtype=float)[np.asarray(kept)]
-    code = (np.asarray(base, dtype=np.int64) * len(rows) + np.asarray(row, dtype=np.int64)
-            ) * len(metrics) + np.asarray(metric, dtype=np.int64)
+    point_codes = np.asarray(list(points.values()), dtype=np.int64).reshape(len(points), 2)
+    base, stack = point_codes[at_point[kept], 0], point_codes[at_point[kept], 1]
+    names, keys, ms = samples.key_names, samples.keys, samples.metrics
+    picked = kept.tolist()
+    row, rows = pd.factorize(pd.Series([(names[i], keys[i]) for i in picked], dtype=object))
+    metric, metric_names = pd.factorize(pd.Series([ms[i] for i in picked], dtype=object))
+    values = np.asarray(samples.values, dtype=float)[kept]
+    code = (base * len(rows) + row) * len(metric_names) + metric
     groups, group = np.unique(code, return_inverse=True)
-    stack = np.asarray(stack, dtype=np.int64)
+    group = group.reshape(-1)
     order = np.lexsort((values, stack, group))
     g, s, v = group[order], stack[order], values[order]
     starts = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (s[1:] != s[:-1])])
@@ -98,33 +102,34 @@ def _factors(samples: Samples) -> _Found:
     low, high = v[starts + (counts - 1) // 2], v[starts + counts // 2]
     median = np.where(counts % 2 == 1, low, (low + high) / 2)  # statistics.median's
     block_group, block_stack = g[starts], s[starts]
+    # Per result (a group of blocks, one per stack): the best stack's median; results that
+    # more than one stack measured count.
     first = np.flatnonzero(np.r_[True, block_group[1:] != block_group[:-1]])
     per_group = np.diff(np.r_[first, len(block_group)])
+    lower_of = np.array([registry.lower_is_better(m) for m in metric_names], dtype=bool)
+    lower = np.repeat(lower_of[groups[block_group[first]] % len(metric_names)], per_group)
+    best = np.repeat(np.where(lower[first], np.fmin.reduceat(median, first),
+                              np.fmax.reduceat(median, first)), per_group)
+    shared = np.repeat(per_group >= 2, per_group) & (best > 0) & (median > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(lower, median / best, best / median)[shared]
+    result = groups[block_group][shared]
+    stack_of = block_stack[shared]
     stack_names = list(stacks)
-    metric_names = list(metrics)
-    row_keys = list(rows)
+    by_stack: Dict[str, Tuple[List[float], List[int]]] = {}
+    seen, first_at = np.unique(stack_of, return_index=True)
+    for st in seen[np.argsort(first_at)].tolist():  # stacks in the order they first count
+        at = np.flatnonzero(stack_of == st)
+        by_stack[stack_names[st]] = (factor[at].tolist(), at.tolist())
     base_keys = list(bases)
-    found = _Found({}, [], [])
-    for b0, n in zip(first.tolist(), per_group.tolist()):
-        if n < 2:
-            continue
-        c = int(groups[block_group[b0]])
-        metric_name = metric_names[c % len(metrics)]
-        c //= len(metrics)
-        names, keys = row_keys[c % len(rows)]
-        benchmark = base_keys[c // len(rows)][0]
-        lower = registry.lower_is_better(metric_name)
-        ms = median[b0:b0 + n].tolist()
-        best = min(ms) if lower else max(ms)
-        found.results.append((benchmark, names, keys, metric_name))
-        for st, m in zip(block_stack[b0:b0 + n].tolist(), ms):
-            if best <= 0 or m <= 0:
-                continue
-            fs, at = found.by_stack.setdefault(stack_names[st], ([], []))
-            fs.append(m / best if lower else best / m)
-            at.append(len(found.medians))
-            found.medians.append((len(found.results) - 1, m, best))
-    return found
+
+    def decode(c: int) -> Tuple[object, Tuple[str, ...], tuple, str]:
+        metric_name = metric_names[c % len(metric_names)]
+        c //= len(metric_names)
+        row_names, row_keys = rows[c % len(rows)]
+        return base_keys[c // len(rows)][0], row_names, row_keys, metric_name
+
+    return _Found(by_stack, result, median[shared], best[shared], decode)
 
 
 def evidence(records: Sequence[Record]) -> List[str]:
