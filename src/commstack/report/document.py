@@ -21,6 +21,7 @@ from commstack.errors import CampaignError
 from commstack.markdown_table import table
 from commstack.matrix.model import DEVIATION
 from commstack.report import from_index
+from commstack.report.beside import Beside
 from commstack.report.drawing import Drawer
 from commstack.report.load import Loaded, Samples, load
 from commstack.report.numbers import MARKERS, OVERSUBSCRIBED
@@ -53,19 +54,25 @@ def write_report(campaign_root: Path, others: Sequence[Path] = ()) -> Path:
     # Drawing workers start now, from this still small process, and import matplotlib while
     # the records are read; the plots are drawn there while this process writes the rest.
     drawer = Drawer(out_dir)
+    beside = Beside()  # summary.csv, written by a child meanwhile
     try:
-        lines = _lines(campaign, others, drawer)
+        lines = _lines(campaign, others, drawer, beside)
     except BaseException:
         drawer.close()
+        beside.close()
         raise
-    drawer.finish()
+    try:
+        beside.finish()
+    finally:
+        drawer.finish()
     _remove_stale(out_dir, lines)
     report = out_dir / "report.md"
     replace(report, ("\n".join(lines) + "\n").encode())
     return report
 
 
-def _lines(campaign: Campaign, others: Sequence[Path], drawer: Drawer) -> List[str]:
+def _lines(campaign: Campaign, others: Sequence[Path], drawer: Drawer,
+           beside: Beside) -> List[str]:
     info = _info(campaign)
     def keep_rows(record: Record) -> bool:
         return any(s.needs_rows(record, info) for s in STUDIES)
@@ -92,14 +99,16 @@ def _lines(campaign: Campaign, others: Sequence[Path], drawer: Drawer) -> List[s
     for section in found:
         if section.mean.index.name == "bytes":
             drawer.add(section, out_dir / _png(section))
-    return _write_rest(campaign, loaded, summary, found, studies, context)
+    return _write_rest(campaign, loaded, summary, found, studies, context, beside)
 
 
 def _write_rest(campaign: Campaign, loaded: Loaded, summary: pd.DataFrame,
-                found: List[Section], studies: List[Study], context: Context) -> List[str]:
-    """summary.csv, records.csv when stale, and the report's lines."""
+                found: List[Section], studies: List[Study], context: Context,
+                beside: Beside) -> List[str]:
+    """summary.csv (by a child, :mod:`~commstack.report.beside`), records.csv when stale, and
+    the report's lines."""
     if not summary.empty:
-        replace(campaign.root / "summary.csv", summary.to_csv(index=False).encode())
+        beside.write(campaign.root / "summary.csv", lambda: summary.to_csv(index=False))
     _write_records_csv(campaign, loaded.newest)
 
     lines: List[str] = [f"# {campaign.name} ({campaign.machine})", ""]
