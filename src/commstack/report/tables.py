@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List
 
+import numpy as np
 import pandas as pd
 
 from commstack.aggregate import SUMMARY_FIELDS
@@ -115,7 +116,9 @@ def resolutions(summary: pd.DataFrame) -> Dict[str, Resolution]:
     out = {}
     for metric, part in summary.groupby("metric"):
         quantum = float(part["quantum"].min()) if "quantum" in part else 0.0
-        out[str(metric)] = Resolution.of(quantum, part["max"].abs().tolist())
+        top = pd.to_numeric(part["max"], errors="coerce").abs().to_numpy(dtype=float)
+        top = top[np.isfinite(top)]  # Resolution.of needs only the largest finite value
+        out[str(metric)] = Resolution.of(quantum, [float(top.max())] if len(top) else [])
     return out
 
 
@@ -151,8 +154,8 @@ def _pivot(part: pd.DataFrame) -> List[pd.DataFrame]:
         wide = (rows.assign(bytes=rows["bytes"].astype(int))
                 .drop_duplicates(["bytes", "label"])
                 .set_index(["bytes", "label"])[list(columns)].astype(float).unstack("label"))
-        labels = list(dict.fromkeys(rows["label"]))
-        frames = [wide[c].reindex(columns=sorted(labels)) for c in columns]
+        labels = sorted(rows["label"].unique().tolist())
+        frames = [wide[c].reindex(columns=labels) for c in columns]
         for frame in frames:
             frame.columns.name = "label"
     else:
