@@ -2,8 +2,8 @@
 
 summary.csv of 100,000 records is some 100 MB of text; pandas formats it in about 8 CPU-seconds,
 which the report's process would otherwise spend before its sections. A forked child writes it
-(atomically, through ``store.files.replace``) from the frame the report already holds, and
-:meth:`Beside.finish` waits for it before report.md is written, so a finished report always
+(streamed, atomically, through ``store.files.replace``) from the frame the report already holds,
+and :meth:`Beside.finish` waits for it before report.md is written, so a finished report always
 stands beside a complete summary. Where fork is not available the file is written in place.
 """
 
@@ -13,15 +13,15 @@ import multiprocessing
 import os
 import sys
 from pathlib import Path
-from typing import Callable, List, Tuple
+from typing import BinaryIO, Callable, List, Tuple
 
 from commstack.errors import CampaignError
 from commstack.store.files import replace
 
 
-def _write(path: Path, text: Callable[[], str]) -> None:
+def _write(path: Path, write: Callable[[BinaryIO], None]) -> None:
     try:
-        replace(path, text().encode())
+        replace(path, write)
     except Exception as exc:  # one sentence, as every reader error (the parent names the file)
         print(f"{path}: not written ({exc})", file=sys.stderr)
         os._exit(1)
@@ -34,12 +34,13 @@ class Beside:
         self.children: List[Tuple[Path, object]] = []
         self.fork = os.name == "posix" and "fork" in multiprocessing.get_all_start_methods()
 
-    def write(self, path: Path, text: Callable[[], str]) -> None:
-        """Write ``text()`` to ``path`` in a child (here, without fork)."""
+    def write(self, path: Path, write: Callable[[BinaryIO], None]) -> None:
+        """``write(file)`` into a temporary beside ``path``, then put in its place, in a child
+        (here, without fork)."""
         if not self.fork:
-            replace(path, text().encode())
+            replace(path, write)
             return
-        child = multiprocessing.get_context("fork").Process(target=_write, args=(path, text),
+        child = multiprocessing.get_context("fork").Process(target=_write, args=(path, write),
                                                             daemon=True)
         child.start()
         self.children.append((path, child))

@@ -108,7 +108,8 @@ def _write_rest(campaign: Campaign, loaded: Loaded, summary: pd.DataFrame,
     """summary.csv (by a child, :mod:`~commstack.report.beside`), records.csv when stale, and
     the report's lines."""
     if not summary.empty:
-        beside.write(campaign.root / "summary.csv", lambda: summary.to_csv(index=False))
+        beside.write(campaign.root / "summary.csv",
+                     lambda handle: summary.to_csv(handle, index=False, encoding="utf-8"))
     _write_records_csv(campaign, loaded.newest)
 
     lines: List[str] = [f"# {campaign.name} ({campaign.machine})", ""]

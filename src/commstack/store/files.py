@@ -12,7 +12,7 @@ import os
 import re
 import socket
 from pathlib import Path
-from typing import Any, List
+from typing import Any, BinaryIO, Callable, List, Union
 
 
 class AlreadyExists(FileExistsError):
@@ -26,13 +26,17 @@ _TAGGED = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)@(?P<host>[^@]+)\.tmp$")
 _UNTAGGED = re.compile(r"^\.(?P<name>[^@]+)\.(?P<pid>\d+)\.tmp$")
 
 
-def _temporary(path: Path, data: bytes) -> Path:
-    """``data`` written and synced to a hidden file beside ``path``; nothing is left behind
-    when that fails (the error then names ``path``, the file that could not be written)."""
+def _temporary(path: Path, data: Union[bytes, Callable[[BinaryIO], None]]) -> Path:
+    """``data`` (bytes, or a function writing to the open file) written and synced to a hidden
+    file beside ``path``; nothing is left behind when that fails (the error then names
+    ``path``, the file that could not be written)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}@{_HOST}.tmp")
     try:
         with open(tmp, "wb") as fh:
-            fh.write(data)
+            if callable(data):
+                data(fh)
+            else:
+                fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
     except BaseException as exc:
@@ -63,8 +67,9 @@ def write_new(path: Path, data: bytes) -> None:
         os.unlink(tmp)
 
 
-def replace(path: Path, data: bytes) -> None:
-    """Atomically replace a derived file (an index or report regenerated from records)."""
+def replace(path: Path, data: Union[bytes, Callable[[BinaryIO], None]]) -> None:
+    """Atomically replace a derived file (an index or report regenerated from records);
+    ``data`` may be a function that writes it to the open file (a large file, streamed)."""
     tmp = _temporary(path, data)
     try:
         os.replace(tmp, path)
