@@ -2,7 +2,8 @@
 has its reference section, the README stays short and its links into docs/ resolve, and every
 shell example of the tutorials runs (in a copy of the checkout) or says what it needs.
 
-A tutorial's fenced ``sh``/``bash``/``shell``/``console`` block runs, unless the line just before
+A tutorial's fenced ``sh``/``bash``/``shell``/``console`` block runs (``bash -eu -o pipefail``: a
+command that fails inside a pipe fails the block), unless the line just before
 it (blank lines aside) is a marker ``<!-- needs: WHAT -->`` naming one of NEEDS. Blocks of the
 same page run one after the other in one copy, so a later block sees what an earlier one wrote.
 """
@@ -244,8 +245,9 @@ def test_tutorial_shell_examples_run(page, tmp_path):
         if block.lang not in SHELL or block.needs is not None:
             continue
         where = f"{page.relative_to(REPO)}:{block.line}"
-        done = subprocess.run(["bash", "-eu", "-c", script(block)], cwd=checkout, env=env,
-                              capture_output=True, text=True, timeout=BLOCK_TIMEOUT)
+        done = subprocess.run(["bash", "-eu", "-o", "pipefail", "-c", script(block)],
+                              cwd=checkout, env=env, capture_output=True, text=True,
+                              timeout=BLOCK_TIMEOUT)
         assert done.returncode == 0, (f"{where}: exit {done.returncode}\n{block.text}\n"
                                       f"--- stdout (end)\n{done.stdout[-3000:]}\n"
                                       f"--- stderr (end)\n{done.stderr[-3000:]}")

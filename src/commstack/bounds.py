@@ -2,8 +2,8 @@
 
 Every reader of outside text (benchmark outputs, binding reports, imported files, matrices,
 plans, machine.yaml, record.json) goes through these: a value past a bound is an error naming the
-file and line, never an allocation or a loop sized by it. The limits are in the README
-("Input limits").
+file and line, never an allocation or a loop sized by it. The limits are in
+docs/reference/input-limits.md.
 """
 
 from __future__ import annotations

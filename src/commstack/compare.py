@@ -25,8 +25,8 @@ it estimates (the Hodges-Lehmann estimate of the paired passes' shifts, the esti
 signed-rank test) beyond the threshold. It needs six passes a side (1 / 2^6 < 0.025).
 
 The comparison fails on a regression or a broad slowdown. The two tests share alpha (each at
-alpha / 2), so an identical rerun fails with probability at most alpha (5 %); the README
-("Reports and comparisons") gives the false-alarm rate and the power measured by
+alpha / 2), so an identical rerun fails with probability at most alpha (5 %); docs/measured.md
+("Verdicts: false alarms and power") gives the false-alarm rate and the power measured by
 ``bench/verdicts.py``.
 
 Reference values (``references/<machine>.yaml``)::

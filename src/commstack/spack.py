@@ -77,7 +77,7 @@ def spack_skip_reason() -> Optional[str]:
         where = os.environ.get("COMMSTACK_SPACK") or default_spack()
         return (
             f"skipped: no spack (set COMMSTACK_SPACK, or bash scripts/setup_spack.sh installs it "
-            f"at {where}; see README 'Spack tests')"
+            f"at {where}; see docs/reference/testing.md, Spack tests)"
         )
     if find_mirror() is None:
         where = os.environ.get("COMMSTACK_SPACK_MIRROR") or default_mirror()

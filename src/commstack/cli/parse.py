@@ -39,7 +39,7 @@ def register(p: argparse.ArgumentParser) -> None:
         "     output is complete (IMB's 'Invalid benchmark name': IMB runs its default list\n"
         "     and exits 0); its rows are still printed\n"
         "  4  FILE cannot be read (permission denied, a directory, ...)\n\n"
-        f"FILE may be at most {bounds.MAX_OUTPUT_BYTES // bounds.MiB} MiB (README: Input limits).\n")
+        f"FILE may be at most {bounds.MAX_OUTPUT_BYTES // bounds.MiB} MiB (docs/reference/input-limits.md).\n")
 
 
 def execute(args: argparse.Namespace) -> int:

@@ -53,7 +53,7 @@ class ResolvedStack:
         if not found:
             where = ", ".join(self.bin_dirs) or "PATH"
             why = (f"stack {self.name!r}: benchmark executable {executable!r} not found in {where}; "
-                   "build it (see README: Spack) or point the stack's `bin` at it")
+                   "build it (see docs/howto/set-up-spack.md) or point the stack's `bin` at it")
             if not self.review:
                 raise StackError(why)
             self._unresolved(why)

@@ -87,7 +87,8 @@ class Matrix:
     adaptive: Optional[Adaptive] = None  # repeats until precise (``repeats: {min, max, ci}``)
     order: str = "shuffled"  # of the points within a repeat: shuffled (seeded) or fixed
     seed: Optional[int] = None  # of the shuffled order; None: derived from the campaign name
-    # "jobs": `commstack submit` takes each repeat in its own Slurm job (README: Repeats).
+    # "jobs": `commstack submit` takes each repeat in its own Slurm job
+    # (docs/reference/slurm.md: Repeats across jobs).
     repeats_across: str = "allocation"
     timeout: float = DEFAULT_TIMEOUT_S
     description: str = ""

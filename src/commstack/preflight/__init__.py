@@ -3,7 +3,7 @@
 Per stack, once per process (and cached on disk by tool), the installation's own tools say what
 it has: ``ompi_info`` the MCA components and parameters, ``ucx_info`` the transports, devices,
 variables and value syntax, ``impi_info`` and ``mpivars`` Intel MPI's and MPICH's variables.
-See README, "Pre-flight".
+See docs/explanation/preflight.md.
 """
 
 from commstack.preflight.check import (  # noqa: F401  (the package's interface)

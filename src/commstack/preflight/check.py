@@ -234,4 +234,4 @@ def check_plan(plan: Plan, allow_unlisted: Iterable[str] = (),
 def add_allow_argument(parser: "argparse.ArgumentParser") -> None:
     parser.add_argument(ALLOW_FLAG, action="append", default=[], metavar="NAME",
                         help="run a variable or MCA parameter the stack's tools do not list "
-                             "(repeatable; the record marks it unchecked; README: Pre-flight)")
+                             "(repeatable; the record marks it unchecked; docs/explanation/preflight.md)")

@@ -139,11 +139,12 @@ class Record:
     topology: Optional[str] = None  # sessions/<id>/topology.xml, or why there is none
     placement: Optional[Placement] = None
     ucx: Optional[UcxReport] = None
-    # Variables the pre-flight let through without checking them, and why (README: Pre-flight).
+    # Variables the pre-flight let through without checking them, and why
+    # (docs/explanation/preflight.md).
     preflight_unchecked: Dict[str, str] = field(default_factory=dict)
     slurm: Optional[SlurmStep] = None
     # Which collective component served each collective, from the MPI's own output
-    # (flavours' components_used; README: Components used); None: the run asked for none.
+    # (flavours' components_used; docs/explanation/components-used.md); None: the run asked for none.
     components_used: Optional[Dict[str, Any]] = None
     # Numbers brought in from a published file instead of run here (commstack import).
     imported: bool = False
@@ -244,7 +245,7 @@ class Record:
 
 
 # A record.json is some kilobytes (its rows point into stdout.txt); this bounds what reading one
-# costs (README: Input limits).
+# costs (docs/reference/input-limits.md).
 MAX_RECORD_BYTES = 4 << 20
 
 

@@ -1,7 +1,7 @@
 """A campaign's attempt states in one small file: ``<campaign>/index/.status.log``, derived from
 the records and kept up to date by the store (hidden, so that readers of the folder as a
 Parquet dataset skip it), so that ``commstack status`` reads one file instead
-of every record (100,000 records: README, Measured).
+of every record (100,000 records: docs/measured.md).
 
 One line per event, appended by the process that caused it (one ``write`` of a short line to a
 file opened with O_APPEND, so lines of concurrent runners never interleave)::

@@ -49,7 +49,7 @@ _FORMAT_KEY = "commstack.index"
 MAX_PARTS = 64
 # A part past these is not one commstack wrote (a campaign of 10^5 records holds some 10^7 rows,
 # some 30 MB on disk): it is rebuilt from the records rather than read, so a damaged or forged
-# part never sizes what is read (README "Input limits"). Checked on the footer, before any data.
+# part never sizes what is read (docs/reference/input-limits.md). Checked on the footer, before any data.
 MAX_PART_BYTES = 1 << 30
 MAX_PART_ROWS = 1 << 26
 MAX_PART_UNCOMPRESSED = 16 << 30  # the footer's sum of the row groups' uncompressed sizes
