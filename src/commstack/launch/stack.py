@@ -132,5 +132,7 @@ def resolve(stack: Stack, machine_launcher: Optional[str] = None, review: bool =
     if not found:
         missing(f"launcher {launcher!r} not found in {', '.join(bin_dirs) or 'the stack'} or PATH")
         found = launcher
-    return ResolvedStack(stack, os.path.abspath(found) if os.sep in found else found, kind,
+    # A path is made absolute; one still naming an unset variable (a review) is shown as written.
+    absolute = os.sep in found and "${" not in found
+    return ResolvedStack(stack, os.path.abspath(found) if absolute else found, kind,
                          bin_dirs, lib_dirs, review, problems)
