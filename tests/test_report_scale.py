@@ -1,6 +1,7 @@
 """Must show: reports stay readable and cheap as campaigns grow. A plot of many settings draws at
 most a dozen lines (the best few and the defaults) and a heat map of all of them; plots whose
-numbers did not change are not drawn again; study sections read rows only where the campaign is
+numbers did not change are not drawn again, and a plot is the same whatever was drawn before it
+(a worker keeps its figure from one plot to the next); study sections read rows only where the campaign is
 the study's; table numbers have consistent significant digits; the summary computed column-wise
 equals the one computed record by record; `status` reads each record once and agrees with the
 store; a missing optional dependency ends `report` in one sentence with the install command.
@@ -10,6 +11,7 @@ and scaled per point, records written through the store."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -19,9 +21,11 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import matplotlib.image
+import pandas as pd
 import pytest
 
 from commstack.aggregate import aggregate, summary_frame
@@ -31,9 +35,9 @@ from commstack.report.document import _summary, write_report
 from commstack.report.drawing import HASHES
 from commstack.report.load import load
 from commstack.report.numbers import Resolution, cell, significant
-from commstack.report.plots import MAX_LINES, choose
+from commstack.report.plots import MAX_LINES, choose, plot_section
 from commstack.report.studies import STUDIES
-from commstack.report.tables import sections
+from commstack.report.tables import Condition, sections
 from commstack.store.campaign import Campaign
 from commstack.store.files import write_new
 from commstack.store.record import Record, RecordError
@@ -121,6 +125,33 @@ def test_plots_whose_numbers_did_not_change_are_not_drawn_again(tmp_path):
     after = {p.name: p.stat().st_mtime_ns for p in (root / "report").glob("*.png")}
     changed = {name for name in pngs if after[name] != pngs[name]}
     assert changed == {"alltoall_np2.png"}
+
+
+def test_a_plot_is_the_same_whatever_the_worker_drew_before_it(many, few, tmp_path):
+    heat, lines = _sections(many)[0], _sections(few)[0]
+    # 60 and 70 settings: the same layout; the heat map names 60 rows, numbers 70.
+    copies = {f"{c}, copy={k}": heat.mean[c] * (1 + k / 50) for k in range(4) for c in heat.mean}
+    named, numbered = (dataclasses.replace(heat, mean=mean, low=mean * math.nan,
+                                           high=mean * math.nan)
+                       for mean in (pd.DataFrame(copies).iloc[:, :n] for n in (60, 70)))
+
+    def dashed(section):  # with bands
+        return dataclasses.replace(section, low=section.mean * 0.9, high=section.mean * 1.1,
+                                   repeats=10, condition=Condition(oversubscribed=True))
+
+    def narrow(section):  # less than a decade: labelled minor ticks
+        mean = section.mean.clip(upper=section.mean.min().min() * 4)
+        return dataclasses.replace(section, mean=mean, low=mean, high=mean)
+
+    plots = [heat, dashed(heat), narrow(heat), heat, lines, dashed(lines), narrow(lines), lines,
+             named, dashed(numbered), named]
+    for k, section in enumerate(plots):  # one after the other, as a worker draws them
+        plot_section(section, tmp_path / f"{k}.png")
+    for k, section in enumerate(plots):  # each in a thread of its own: on a new figure
+        thread = threading.Thread(target=plot_section, args=(section, tmp_path / f"{k}_new.png"))
+        thread.start()
+        thread.join()
+        assert (tmp_path / f"{k}.png").read_bytes() == (tmp_path / f"{k}_new.png").read_bytes(), k
 
 
 def test_study_sections_and_their_rows_only_for_the_studys_campaigns(many):

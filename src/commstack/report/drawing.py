@@ -4,8 +4,9 @@ Each plot's input (its title, condition, numbers and the plotting code's version
 hashes of the plots drawn are kept in ``report/.figures.json``. A plot whose PNG exists with
 the same hash is not drawn again. The others are drawn in worker processes, one per CPU,
 started when the report begins: forked from a process that has not read the campaign yet, they
-import matplotlib (half a second) while the records are read, and draw (about half a
-CPU-second per figure) while the report's process writes the tables.
+import matplotlib (half a second) while the records are read, and draw (about a quarter of a
+CPU-second per figure, a worker keeping its figure from one plot to the next) while the
+report's process writes the tables.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from commstack.store.files import replace
 
 HASHES = ".figures.json"
 # Bump when the drawing code changes what a plot looks like: every plot is drawn again.
-VERSION = "4"  # 4: titles at a fixed place
+VERSION = "5"  # 5: unhinted text, fewer heat-map labels, the colorbar's top labelled
 
 
 def pyplot():

@@ -4,13 +4,17 @@ median over the repeats, the band around it its 95 % interval (none below six re
 
 A plot never has more than :data:`MAX_LINES` lines: with more settings it draws the best few
 (by the median over the message sizes of each one's ratio to the best at that size) and
-the defaults, and below them a heat map of every setting per message size.
+the defaults, and below them a heat map of every setting per message size, with a colorbar.
+Its rows are the settings, best first, each named when there are at most 60, else numbered by
+rank at six even steps (#1, #21, ... of 120); its columns are the message sizes, at most 12
+of them labelled.
 
 Tick labels are plain numbers (``0.6``, ``2``, ``1K`` bytes), never ``6×10⁻¹``."""
 
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Optional, Tuple
@@ -20,8 +24,16 @@ import numpy as np
 import pandas as pd
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.artist import Artist  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.cm import ScalarMappable  # noqa: E402
+from matplotlib.collections import LineCollection  # noqa: E402
+from matplotlib.colorbar import Colorbar  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.markers import TICKLEFT, TICKRIGHT  # noqa: E402
 from matplotlib.ticker import (  # noqa: E402
     FixedLocator,
     FuncFormatter,
@@ -36,6 +48,11 @@ from commstack.report.numbers import plain  # noqa: E402
 from commstack.report.tables import BEST, MAX_LINES, Section, units  # noqa: E402
 
 BAND_ALPHA = 0.18
+GRID_ALPHA = 0.3
+RANK_LABELS = 6  # rank labels (#1, #21, ...) of a heat map with too many rows to name each
+# Text without FreeType's hinting: a third cheaper to lay out and draw (text is most of a
+# figure's time), and as readable at these sizes.
+RC = {"text.hinting": "no_hinting"}
 
 
 def size_label(value: float, _pos: object = None) -> str:
@@ -50,14 +67,29 @@ def _plain_tick(value: float, _pos: object = None) -> str:
     return plain(value, 3) if value > 0 else ""
 
 
+class _InViewLogLocator(LogLocator):
+    """A LogLocator that returns only the ticks inside the view: matplotlib makes a tick (about
+    a millisecond each) for every location, including the decade beyond each end it never
+    draws."""
+
+    def __call__(self):
+        vmin, vmax = sorted(self.axis.get_view_interval())
+        locs = self.tick_values(vmin, vmax)
+        if vmin <= 0 or not len(locs):
+            return locs
+        slack = (vmax / vmin) ** 1e-6
+        return locs[(locs >= vmin / slack) & (locs <= vmax * slack)]
+
+
 def plain_log_axes(ax, values: Iterable[float], xbase: int = 2) -> None:
     """Log axes (x: message size, base 2; y: base 10) with plain tick labels; the y axis labels
     minor ticks too when the data span less than two decades, so that a narrow range is read."""
     ax.set_xscale("log", base=xbase)
     ax.set_yscale("log")
-    ax.xaxis.set_major_locator(LogLocator(base=xbase, numticks=12))
+    ax.xaxis.set_major_locator(_InViewLogLocator(base=xbase, numticks=12))
     ax.xaxis.set_major_formatter(FuncFormatter(size_label))
     ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_locator(_InViewLogLocator(base=10))
     ax.yaxis.set_major_formatter(FuncFormatter(_plain_tick))
     positive = [v for v in values if v > 0 and math.isfinite(v)]
     decades = math.log10(max(positive) / min(positive)) if positive else 3.0
@@ -67,10 +99,54 @@ def plain_log_axes(ax, values: Iterable[float], xbase: int = 2) -> None:
         subs = (2.0, 5.0)
     else:
         subs = ()
-    ax.yaxis.set_minor_locator(LogLocator(base=10, subs=subs or "auto", numticks=12))
-    ax.yaxis.set_minor_formatter(FuncFormatter(_plain_tick) if subs else NullFormatter())
-    ax.tick_params(axis="y", which="minor", labelsize=7)
-    ax.grid(True, which="both", alpha=0.3)
+    if subs:
+        ax.yaxis.set_minor_locator(_InViewLogLocator(base=10, subs=subs, numticks=12))
+        ax.yaxis.set_minor_formatter(FuncFormatter(_plain_tick))
+        ax.tick_params(axis="y", which="minor", labelsize=7)
+    else:  # unlabelled: the same marks and grid lines, drawn without a tick object each
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.add_artist(_MinorLogTicks(ax, GRID_ALPHA))
+    ax.grid(True, which="both", alpha=GRID_ALPHA)
+
+
+class _MinorLogTicks(Artist):
+    """The unlabelled minor ticks of a log y axis (2 to 9 times each power of ten, none when
+    the axis spans ten decades or more): their marks and grid lines, placed when drawn, as
+    two artists in all where matplotlib would make a tick of five artists for each."""
+
+    def __init__(self, ax, grid_alpha: float):
+        super().__init__()
+        self.set_zorder(ax.yaxis.get_zorder())
+        self.set_in_layout(False)  # as the axis's own ticks: inside its tick labels
+        self.locator = LogLocator(base=10, subs="auto", numticks=12)
+        along = ax.get_yaxis_transform()  # x: axes fraction; y: data
+        self.grid = LineCollection([], colors=matplotlib.rcParams["grid.color"],
+                                   linewidths=matplotlib.rcParams["grid.linewidth"],
+                                   linestyles=matplotlib.rcParams["grid.linestyle"],
+                                   alpha=grid_alpha, transform=along)
+        self.grid.set_clip_path(ax.patch)
+        marker = {"out": TICKLEFT, "in": TICKRIGHT}.get(matplotlib.rcParams["ytick.direction"],
+                                                         "_")  # as matplotlib's ticks
+        self.marks = Line2D([], [], linestyle="none", transform=ax.get_yaxis_transform("tick1"),
+                            clip_on=False, marker=marker,
+                            markersize=matplotlib.rcParams["ytick.minor.size"],
+                            markeredgewidth=matplotlib.rcParams["ytick.minor.width"],
+                            color=matplotlib.rcParams["ytick.color"])
+        for part in (self.grid, self.marks):
+            part.set_figure(ax.figure)
+
+    def draw(self, renderer) -> None:
+        if not self.get_visible():
+            return
+        low, high = sorted(self.axes.get_ylim())
+        locs = self.locator.tick_values(low, high) if low > 0 else []
+        slack = (high / low) ** 1e-6 if low > 0 else 1.0
+        locs = [y for y in locs if low / slack <= y <= high * slack]
+        self.grid.set_segments([[(0.0, y), (1.0, y)] for y in locs])
+        self.marks.set_data([0.0] * len(locs), locs)
+        self.grid.draw(renderer)
+        self.marks.draw(renderer)
+        self.stale = False
 
 
 
@@ -139,18 +215,72 @@ def compact(labels: List[object]) -> Tuple[str, List[str]]:
 def plot_section(section: Section, path: Path) -> Path:
     """Lines of at most :data:`MAX_LINES` settings; with more, a heat map of every setting per
     message size below them."""
+    with matplotlib.rc_context(RC):
+        return _plot_section(section, path)
+
+
+@dataclass
+class _Kept:
+    """A plot's figure and axes, emptied for the next plot of the same layout.
+
+    A worker draws one plot after another, most of them alike: making the axes (with their
+    ticks, about a millisecond each) and the colorbar anew would be a fifth of the time, and the
+    renderer remembers the sizes of the texts it has laid out. What a plot adds is removed
+    before the next (lines, bands, images, legend; limits and the colour cycle start again);
+    what it sets (scales, tick locations and labels, texts) it sets every time, so that a plot
+    looks the same whatever was drawn before it."""
+
+    layout: Tuple[float, ...]
+    fig: Figure
+    ax: Axes
+    hax: Optional[Axes]  # the heat map's
+    bar: Optional[Colorbar] = None  # the heat map's colorbar, made with the first
+
+    def empty(self) -> None:
+        for ax in (self.ax, self.hax):
+            if ax is None:
+                continue
+            for artist in (*ax.lines, *ax.collections, *ax.images, *ax.artists, *ax.patches,
+                           *ax.texts):
+                artist.remove()
+            if ax.get_legend() is not None:
+                ax.get_legend().remove()
+            ax.set_prop_cycle(None)
+            ax.relim()  # no data: the next plot's alone sets the limits
+        self.fig.subplotpars.reset()
+        self.fig.subplots_adjust()  # the axes where a new figure has them (tight_layout's start)
+
+
+_THREAD = threading.local()  # each thread's last plot (a worker process has one thread)
+
+
+def _figure(heat_height: Optional[float]) -> _Kept:
+    """This thread's last figure, emptied, if its layout is this one; else a new one."""
+    layout = (heat_height,) if heat_height else ()
+    kept = getattr(_THREAD, "kept", None)
+    _THREAD.kept = None  # until this plot is saved: one that failed half-way is not reused
+    if kept is not None and kept.layout == layout:
+        kept.empty()
+        return kept
+    if heat_height:
+        fig = Figure(figsize=(10, 4.6 + heat_height), dpi=100)
+        ax, hax = fig.subplots(2, 1, gridspec_kw={"height_ratios": [4.6, heat_height]})
+    else:
+        fig = Figure(figsize=(7, 4.5), dpi=110)
+        ax, hax = fig.subplots(), None
+    FigureCanvasAgg(fig)
+    return _Kept(layout, fig, ax, hax)
+
+
+def _plot_section(section: Section, path: Path) -> Path:
     keep = section.mean.index > 0  # 0 bytes has no place on a log axis
     mean, low, high = (f[keep] for f in (section.mean, section.low, section.high))
     dashed = not section.condition.clean
     choice = choose(section)
     heat = choice.ratio is not None
-    if heat:
-        rows = len(choice.ranked)
-        heat_height = min(9.0, max(2.5, 0.1 * min(rows, 60) + 1.2))
-        fig, (ax, hax) = plt.subplots(2, 1, figsize=(10, 4.6 + heat_height), dpi=100,
-                                      gridspec_kw={"height_ratios": [4.6, heat_height]})
-    else:
-        fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    rows = len(choice.ranked)
+    kept = _figure(min(9.0, max(2.5, 0.1 * min(rows, 60) + 1.2)) if heat else None)
+    fig, ax = kept.fig, kept.ax
     names, labels = compact(choice.shown) if heat else ("", [str(c) for c in choice.shown])
     shown = []
     for column, label in zip(choice.shown, labels):
@@ -161,8 +291,9 @@ def plot_section(section: Section, path: Path) -> Path:
                         linewidth=2.2 if default and heat else 1.5,
                         label=label + (" (default)" if default else ""))
         lo, hi = low[column].loc[series.index], high[column].loc[series.index]
-        ax.fill_between(series.index, lo.values, hi.values, color=line.get_color(),
-                        alpha=BAND_ALPHA, linewidth=0)
+        if (lo.notna() & hi.notna()).any():  # no interval (too few repeats): nothing to fill
+            ax.fill_between(series.index, lo.values, hi.values, color=line.get_color(),
+                            alpha=BAND_ALPHA, linewidth=0)
         shown += list(series.values) + [v for v in (*lo.values, *hi.values) if v == v]
     plain_log_axes(ax, shown)
     ax.set_xlabel("message size [bytes; K = 1024]")
@@ -178,24 +309,27 @@ def plot_section(section: Section, path: Path) -> Path:
     if heat:
         ax.legend(fontsize=7, title=names or None, title_fontsize=7, loc="upper left",
                   bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-        _heat_map(hax, choice, section)
+        _heat_map(kept, choice, section)
         fig.subplots_adjust(left=0.08, right=0.70, top=0.93, bottom=0.06, hspace=0.35)
     else:
         ax.legend(fontsize=7)
         fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    # zlib's fastest level: a third of the time of its default, files a tenth larger
+    fig.savefig(path, pil_kwargs={"compress_level": 1})
+    _THREAD.kept = kept
     return path
 
 
-def _heat_map(ax, choice: Choice, section: Section) -> None:
+def _heat_map(kept: _Kept, choice: Choice, section: Section) -> None:
+    ax = kept.hax
     ratio = choice.ratio
     data = ratio.to_numpy(dtype=float).T  # rows: settings, best first; columns: sizes
-    top = float(np.nanmax(data)) if np.isfinite(data).any() else 2.0
-    image = ax.imshow(data, aspect="auto", interpolation="nearest", cmap="viridis_r",
-                      norm=LogNorm(vmin=1.0, vmax=max(top, 1.01)))
+    top = max(float(np.nanmax(data)) if np.isfinite(data).any() else 2.0, 1.01)
+    # Coloured here (missing cells transparent), not by imshow on every draw.
+    colours = ScalarMappable(norm=LogNorm(vmin=1.0, vmax=top), cmap="viridis_r")
+    ax.imshow(colours.to_rgba(data, bytes=True), aspect="auto", interpolation="nearest")
     sizes = list(ratio.index)
-    step = max(1, len(sizes) // 12)
+    step = max(1, math.ceil(len(sizes) / 12))  # at most 12 labels, which do not overlap
     ax.set_xticks(range(0, len(sizes), step))
     ax.set_xticklabels([size_label(s) for s in sizes[::step]], fontsize=7)
     rows = len(choice.ranked)
@@ -205,7 +339,7 @@ def _heat_map(ax, choice: Choice, section: Section) -> None:
         ax.set_yticklabels(labels, fontsize=max(4, 7 - rows // 15))
         ax.set_ylabel(names or "setting", fontsize=7)
     else:
-        ticks = list(range(0, rows, max(1, rows // 12)))
+        ticks = list(range(0, rows, math.ceil(rows / RANK_LABELS)))
         ax.set_yticks(ticks)
         ax.set_yticklabels([f"#{t + 1}" for t in ticks], fontsize=7)
         ax.set_ylabel("settings ranked by the median ratio\nover the sizes (#1: the best)", fontsize=7)
@@ -215,9 +349,13 @@ def _heat_map(ax, choice: Choice, section: Section) -> None:
     ax.set_xlabel("message size [bytes]")
     ax.set_title(f"every setting ({rows}) per message size: times {worse} than the best at that "
                  "size (1 = the best)", fontsize=8, y=1.0, pad=6)
-    bar = ax.figure.colorbar(image, ax=ax, location="left", fraction=0.04, pad=0.02)
-    top = max(top, 1.01)
-    ticks = sorted({1.0, *(round(top ** (k / 4), 2) for k in range(1, 5))})
+    if kept.bar is None:
+        kept.bar = ax.figure.colorbar(colours, ax=ax, location="left", fraction=0.04, pad=0.02)
+    else:
+        kept.bar.update_normal(colours)
+    bar = kept.bar
+    # rounded down: a top label rounded up would fall beyond the bar and not be drawn
+    ticks = sorted({1.0, *(math.floor(top ** (k / 4) * 100) / 100 for k in range(1, 5))})
     bar.ax.yaxis.set_major_locator(FixedLocator(ticks))
     bar.ax.yaxis.set_minor_locator(NullLocator())
     bar.ax.yaxis.set_major_formatter(FuncFormatter(_plain_tick))
