@@ -234,7 +234,7 @@ def test_status_reads_each_record_once_and_agrees_with_the_store(tmp_path):
     write_new(path, compact.dumps())
     failed = records[1]
     _, attempt = campaign.claim(failed.point_id, 4)
-    crash = Record(**{**failed.__dict__, "repeat": 4, "status": "crash", "parsed": []})
+    crash = dataclasses.replace(failed, repeat=4, status="crash", parsed=[])
     write_new(attempt.record_path, crash.dumps())
     attempt.release()
     _, attempt = campaign.claim(records[2].point_id, 5)

@@ -294,5 +294,14 @@ def test_report_from_the_index_is_the_report_from_the_records(results, tmp_path,
     assert {n: (root / n).read_text() for n in from_records} == from_records
     records = list(Campaign(root).records())
     loaded = from_index.load(root, lambda r: False)
-    assert [r.to_dict() for r in loaded.records] == [dict(r.to_dict(), parsed=[]) for r in records]
+    assert [r.to_dict() for r in loaded.records] == [_without_rows(r) for r in records]
     assert len(loaded.samples.values) == sum(len(r.parsed) for r in records) > 0
+
+
+def _without_rows(record) -> dict:
+    """A record as a report reads it from the index: no result rows, no per-rank placement
+    rows (report.from_index)."""
+    data = dict(record.to_dict(), parsed=[])
+    if data["placement"] is not None:
+        data["placement"]["ranks"] = []
+    return data

@@ -27,7 +27,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import json.scanner
+import marshal
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -104,7 +107,12 @@ class Placement:
     ranks: List[Dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass
+# A record's fields in slots, no __dict__ (Python 3.10 on): a report holds 10^5 records, and a
+# dict of 45 fields is some 1.3 kB more per record than the slots.
+_SLOTS = {"slots": True} if sys.version_info >= (3, 10) else {}
+
+
+@dataclass(**_SLOTS)
 class Record:
     campaign: str
     machine: str
@@ -244,6 +252,137 @@ class Record:
         return cls.from_dict(read_json(path), str(path), Path(path).parent)
 
 
+class HeadReader:
+    """Records for a report from their record.json forms without rows (``parsed`` left out: the
+    index's ``record`` column, ``tidy_index.record_head``), as ``Record.from_dict`` makes them,
+    with its checks and its errors naming the file, for 10^5 records at a time. Two differences:
+
+    * A value equal to one an earlier record has (a point's launch line, environment and
+      parameters, a stack's UCX report and placement check) is that record's object, not a
+      copy: equal as JSON, types and all (1, 1.0 and true are three values), as told by
+      ``marshal``. The report reads these objects and changes none.
+    * ``parsed`` is empty and the placement keeps no per-rank rows (``ranks`` empty; the table
+      checked to be a list or table of rows, not read): the report reads a placement's verdict
+      and summary alone; a record whose rows a report section reads is loaded from its
+      record.json (``Record.load``)."""
+
+    def __init__(self) -> None:
+        self._values: Dict[bytes, Any] = {}  # marshal of a JSON object or list -> the first one
+        self._strings: Dict[str, str] = {}  # a string -> the first equal one
+        self._made: Dict[Tuple[str, bytes], Any] = {}  # (field, marshal of its JSON) -> object
+        self._commands: Dict[Tuple[bytes, ...], str] = {}  # argv, env, env_prepends -> line
+
+    def record(self, text: str, where: str) -> Record:
+        """The record of ``text`` (a record.json's JSON object, its rows left out);
+        RecordError names ``where``."""
+        try:
+            data, end = _SCAN(text, 0)  # json.loads but its checks of what is around the value
+            if end != len(text):
+                raise StopIteration
+        except (StopIteration, ValueError):
+            try:
+                data = json.loads(text)
+            except ValueError as exc:
+                raise RecordError(f"{where}: not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise RecordError(f"{where}: not a JSON object")
+        version = data.get("schema", 1)
+        if not isinstance(version, int) or version < 2 or version > SCHEMA_VERSION:
+            # An earlier version's form (or one this code does not read): its checks, errors.
+            record = Record.from_dict(dict(data, parsed=None), where)
+            if record.placement is not None and record.placement.ranks:
+                record.placement = dataclasses.replace(record.placement, ranks=[])
+            return record
+        values, strings, made, names = self._values, self._strings, self._made, _NAMES
+        out: Dict[str, Any] = {}
+        for name, value in data.items():
+            kind = type(value)
+            if kind is str:
+                value = strings.setdefault(value, value)
+            elif kind is dict or kind is list:
+                code = marshal.dumps(value, 2)
+                # A dataclass field's object when this value made one already, else checked
+                # and made below.
+                value = made.get((name, code), value) if name in _MADE_HERE \
+                    else values.setdefault(code, value)
+            # Keyed by the field's own name object: Record(**data) matches each argument to
+            # its parameter by identity, not comparing the text (a third of the time).
+            out[names.get(name, name)] = value
+        data = out
+        if version >= 3 and data.get("argv") and "command" not in data:
+            data["command"] = self._command(data)
+        data["schema"] = SCHEMA_VERSION
+        data["parsed"] = []
+        placement = data.get("placement")
+        if type(placement) is dict and "ranks" in placement:
+            _check_rows(placement["ranks"], f"{where}: placement.ranks")
+        if not data.keys() >= _REQUIRED:
+            missing = [name for name in _field_names(Record)[0] if name not in data]
+            raise RecordError(f"{where}: missing {', '.join(missing)}")
+        known = _field_names(Record)[1]
+        if not known.issuperset(data):
+            unknown = set(data) - known
+            raise RecordError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        info = data.get("stack_info")
+        if type(info) is not StackInfo:
+            info = info or {}
+            data["stack_info"] = self._made_once("stack_info", info, where) \
+                if isinstance(info, dict) else StackInfo(**info)  # (a TypeError, as from_dict)
+        for name, kind in _DATACLASSES:
+            value = data.get(name)
+            if value is not None and type(value) is not kind:
+                data[name] = self._made_once(name, value, where)
+        return Record(**data)
+
+    def _made_once(self, name: str, value: Any, where: str) -> Any:
+        """The dataclass of field ``name`` made of ``value`` (its checks and errors), one
+        object per distinct value; a placement without its rows."""
+        if not isinstance(value, dict):
+            raise RecordError(f"{where}: {name}: expected an object")
+        key = (name, marshal.dumps(value, 2))
+        found = self._made.get(key)
+        if found is None:
+            if name == "stack_info":
+                found = StackInfo(**value)
+            elif name == "placement":
+                rest = {k: v for k, v in value.items() if k != "ranks"}
+                aside = ("placement, ranks aside", marshal.dumps(rest, 2))
+                found = self._made.get(aside)
+                if found is None:
+                    found = self._made[aside] = _typed(Placement, rest, f"{where}: placement")
+            else:
+                found = _typed(UcxReport if name == "ucx" else SlurmStep, value,
+                               f"{where}: {name}")
+            self._made[key] = found
+        return found
+
+    def _command(self, data: Dict[str, Any]) -> str:
+        """The launch line of a version-3 record that left it out (``_shell_line``), made once
+        per argv, env and env_prepends."""
+        argv, env, prepends = data["argv"], data.get("env") or {}, data.get("env_prepends") or {}
+        try:
+            key = tuple(marshal.dumps(v, 2) for v in (argv, env, prepends))
+        except ValueError:  # not JSON's types: as from_dict does (and fails)
+            return _shell_line(argv, env, prepends)
+        command = self._commands.get(key)
+        if command is None:
+            command = self._commands[key] = _shell_line(argv, env, prepends)
+        return command
+
+
+def _check_rows(value: Any, where: str) -> None:
+    """A list of rows or a table of them (``table_rows``), by its outer shape alone."""
+    if not (value is None or isinstance(value, list) or (
+            isinstance(value, dict) and isinstance(value.get("blocks"), list))):
+        raise RecordError(f"{where}: not a list of rows or a table of them")
+
+
+# Fields HeadReader makes the objects of itself (or leaves out: the rows).
+_MADE_HERE = frozenset(("stack_info", "placement", "ucx", "slurm", "parsed"))
+_DATACLASSES = (("placement", Placement), ("ucx", UcxReport), ("slurm", SlurmStep))
+_SCAN = json.scanner.make_scanner(json.JSONDecoder())  # one JSON value at a position
+
+
 # A record.json is some kilobytes (its rows point into stdout.txt); this bounds what reading one
 # costs (docs/reference/input-limits.md).
 MAX_RECORD_BYTES = 4 << 20
@@ -292,6 +431,10 @@ def _field_names(kind: type) -> Tuple[Tuple[str, ...], frozenset]:
     required = tuple(f.name for f in fields if f.default is dataclasses.MISSING
                      and f.default_factory is dataclasses.MISSING)
     return required, frozenset(f.name for f in fields)
+
+
+_REQUIRED = frozenset(_field_names(Record)[0])  # the fields a record.json must have
+_NAMES = {f.name: f.name for f in dataclasses.fields(Record)}  # a field's name -> its object
 
 
 def _typed(kind: type, value: Any, where: str) -> Any:

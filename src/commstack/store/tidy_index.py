@@ -32,6 +32,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
@@ -270,14 +271,37 @@ def _read_rows(parts: List[Path], columns: Optional[List[str]] = None) -> List[D
 
 
 # --- keeping it whole ------------------------------------------------------------------------
-def finished_records(campaign: Campaign) -> Dict[RecordKey, str]:
-    """The records of attempts no runner holds any more (a held one's runner appends it). By
-    ``os.scandir`` and plain paths: a report runs this over 10,000s of attempts."""
+def records_on_disk(campaign: Campaign,
+                    attempts: Optional[List[Tuple[str, int, int, str]]] = None
+                    ) -> Dict[RecordKey, Tuple[str, float]]:
+    """The record.json of every attempt that has one (finished or not), by record: its path and
+    modification time. One listing of the attempts (``Campaign.attempt_folders``, or
+    ``attempts`` when the caller has it) and one ``os.stat`` per attempt: a report runs this
+    over 10,000s of attempts."""
+    found: Dict[RecordKey, Tuple[str, float]] = {}
+    for point, repeat, number, folder in (campaign.attempt_folders() if attempts is None
+                                          else attempts):
+        path = folder + "/record.json"
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            found[(point, repeat, number)] = (path, info.st_mtime)
+    return found
+
+
+def finished_records(campaign: Campaign,
+                     on_disk: Optional[Dict[RecordKey, Tuple[str, float]]] = None,
+                     indexed: Optional[Set[RecordKey]] = None) -> Dict[RecordKey, str]:
+    """The records of attempts no runner holds any more (a held one's runner appends it), of
+    ``on_disk`` (``records_on_disk``, listed now when not given) but those ``indexed``. By
+    plain paths: a report runs this over 10,000s of attempts."""
     found: Dict[RecordKey, str] = {}
-    for point, repeat, number, folder in campaign.attempt_folders():
-        record = folder + "/record.json"
-        if os.path.isfile(record) and not attempt_held(folder):
-            found[(point, repeat, number)] = record
+    for key, (record, _) in (records_on_disk(campaign) if on_disk is None else on_disk).items():
+        if (indexed is None or key not in indexed) and not attempt_held(
+                record[:-len("/record.json")]):
+            found[key] = record
     return found
 
 
@@ -289,40 +313,66 @@ def _indexed(parts: List[Path]) -> Optional[Set[RecordKey]]:
     for part in parts:
         try:
             _checked_metadata(part)
-            table = pq.read_table(part, columns=list(KEY))
+            table = pq.read_table(part, columns=list(KEY), read_dictionary=["point_id"])
+            # One row per record (its rows share its key): the keys made once each.
+            table = table.unify_dictionaries().group_by(list(KEY), use_threads=False
+                                                        ).aggregate([])
         except (OSError, ValueError):  # UnsoundPart, pyarrow's ArrowIOError, ArrowInvalid
             return None
         keys.update(zip(*(table.column(k).to_pylist() for k in KEY)))
     return keys
 
 
-def ensure(campaign_root: Path, rebuild: bool = False) -> Path:
+def ensure(campaign_root: Path, rebuild: bool = False,
+           on_disk: Optional[Dict[RecordKey, Tuple[str, float]]] = None) -> Path:
     """The campaign's index, complete: built when missing, missing records added, rebuilt when it
     holds records that are gone or another format (or ``rebuild``); then merged into one part.
-    Needs pyarrow (MissingOptionalDependency otherwise)."""
+    ``on_disk``: the records on disk (``records_on_disk``) when the caller has listed them
+    already (a report, which reads them too), else listed here. Needs pyarrow
+    (MissingOptionalDependency otherwise)."""
     _arrow()
     campaign = Campaign(Path(campaign_root))
     folder = index_dir(campaign.root)
     folder.mkdir(exist_ok=True)
     with _locked(folder):
-        # Records first, then the parts: a record finished before this listing has its part on
-        # disk already when the parts are read, so it is never added twice.
-        on_disk = finished_records(campaign)
+        if on_disk is None:
+            on_disk = records_on_disk(campaign)
         parts = _parts(folder)
         held = None if rebuild else _indexed(parts)
-        if held is None or held - set(on_disk):
-            missing, keep = list(on_disk), []
+        if held is not None and _gone(campaign, held.difference(on_disk)):
+            held = None  # it holds a record that is gone: rebuilt from the records
+        # Then of the records it lacks (all, to rebuild), those no runner holds. A runner
+        # appends its record before it lets the attempt go: the part of one let go is on disk
+        # now, and read below with the parts written since the listing above.
+        finished = finished_records(campaign, on_disk, held)
+        listed = _parts(folder)
+        if held is not None and listed != parts:
+            more = _indexed([p for p in listed if p not in parts])
+            held = None if more is None else held | more
+            if held is None:
+                finished, listed = finished_records(campaign, on_disk), _parts(folder)
+        parts = listed
+        if held is None:
+            missing, keep = list(finished), []
         else:
-            missing, keep = [k for k in on_disk if k not in held], parts
+            missing, keep = [k for k in finished if k not in held], parts
         try:
             rows = _read_rows(keep) if len(keep) > 1 or missing else []
         except (OSError, ValueError):  # keys readable, data not (a damaged page): rebuild
-            missing, keep, rows = list(on_disk), [], []
+            finished, parts = finished_records(campaign, on_disk), _parts(folder)
+            missing, keep, rows = list(finished), [], []
         for key in missing:
-            rows += rows_of(Record.load(on_disk[key]))
+            rows += rows_of(Record.load(finished[key]))
         if missing or len(parts) > 1 or keep != parts:
             _write_merged(folder, rows, parts)
     return folder
+
+
+def _gone(campaign: Campaign, unlisted: Set[RecordKey]) -> bool:
+    """Whether a record the index holds but the listing has not is gone. One whose record.json
+    is there was written after the listing (and its runner appended it): not gone."""
+    return any(not os.path.isfile(f"{campaign.root}/points/{point}/rep{repeat}.try{number}"
+                                  "/record.json") for point, repeat, number in unlisted)
 
 
 def compact(campaign_root: Path) -> None:
