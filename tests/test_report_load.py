@@ -184,3 +184,55 @@ def test_a_record_finished_after_the_listing_is_no_reason_to_rebuild(campaign, t
     path.unlink()
     tidy_index.ensure(root, on_disk=listed)
     assert len(rebuilt) == 1
+
+
+def _without(root: Path, key) -> None:
+    """The campaign's index without the rows of record ``key`` (as before its runner appends)."""
+    [part] = (root / "index").glob("*.parquet")
+    table = pq.read_table(part)
+    point, repeat, attempt = key
+    keep = [not (p == point and r == repeat and a == attempt) for p, r, a in zip(
+        *(table.column(k).to_pylist() for k in ("point_id", "repeat", "attempt")))]
+    table = table.filter(pa.array(keep))
+    table = table.replace_schema_metadata({tidy_index._FORMAT_KEY: tidy_index.FORMAT})
+    pq.write_table(table, part, compression="zstd")
+
+
+def _rows_of(root: Path, key) -> int:
+    return sum(1 for part in (root / "index").glob("*.parquet") for k in zip(
+        *(pq.read_table(part).column(c).to_pylist() for c in ("point_id", "repeat", "attempt")))
+        if k == key)
+
+
+def test_a_record_appended_while_ensure_looks_is_added_once(campaign, tmp_path, monkeypatch):
+    """A record listed while its runner held the attempt, and appended by the runner before
+    ``ensure`` asked: its part, written after the parts were first read, is read too."""
+    root = _copy(campaign, tmp_path)
+    listed = tidy_index.records_on_disk(Campaign(root))
+    key = sorted(listed)[-1]
+    record = Record.load(listed[key][0])
+    _without(root, key)
+    assert _rows_of(root, key) == 0
+    real = tidy_index.finished_records
+
+    def finished(*args, **kwargs):
+        assert tidy_index.append(root, record)  # the runner appends, then lets the attempt go
+        monkeypatch.setattr(tidy_index, "finished_records", real)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tidy_index, "finished_records", finished)
+    tidy_index.ensure(root, on_disk=listed)
+    assert _rows_of(root, key) == len(record.parsed) > 0
+    assert len(list((root / "index").glob("*.parquet"))) == 1
+
+
+def test_a_record_removed_after_the_listing_is_left_out(campaign, tmp_path):
+    root = _copy(campaign, tmp_path)
+    shutil.rmtree(root / "index")
+    listed = tidy_index.records_on_disk(Campaign(root))
+    key = sorted(listed)[0]
+    Path(listed[key][0]).unlink()
+    tidy_index.ensure(root, on_disk=listed)  # a rebuild: every record listed, one gone
+    indexed = tidy_index._indexed(list((root / "index").glob("*.parquet")))
+    assert indexed == set(listed) - {key}
+    assert from_index.load(root, lambda r: False) is not None  # listed again: it has no record

@@ -362,7 +362,10 @@ def ensure(campaign_root: Path, rebuild: bool = False,
             finished, parts = finished_records(campaign, on_disk), _parts(folder)
             missing, keep, rows = list(finished), [], []
         for key in missing:
-            rows += rows_of(Record.load(finished[key]))
+            try:
+                rows += rows_of(Record.load(finished[key]))
+            except FileNotFoundError:  # removed since it was listed: not in the index either
+                continue
         if missing or len(parts) > 1 or keep != parts:
             _write_merged(folder, rows, parts)
     return folder
