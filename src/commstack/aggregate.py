@@ -145,7 +145,8 @@ def summary_frame(point_ids: Sequence[str], key_names: Sequence[Tuple[str, ...]]
         part = pd.DataFrame(_take(keys, pick), columns=list(names), dtype=object)
         part.insert(0, "point_id", _take(point_ids, pick))
         part["metric"] = _take(metrics, pick)
-        part["value"] = np.asarray(_take(values, pick), dtype=float)
+        # values may be an array('d'): read through its buffer, no float object per sample
+        part["value"] = np.asarray(values if pick is None else _take(values, pick), dtype=float)
         part["oversubscribed"] = np.asarray(_take(oversubscribed, pick), dtype=bool)
         frames.append(_aggregate_part(part, list(names), points))
     out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
