@@ -5,6 +5,7 @@ log-normal body with rare large outliers), not on hand-picked numbers."""
 from __future__ import annotations
 
 import random
+from array import array
 
 import pytest
 
@@ -203,6 +204,14 @@ def test_the_column_forms_of_correction_and_verdict_give_the_single_forms_answer
             assert adjusted == stats.corrected(shifts, method)
             assert stats.calls(columns.ratio, adjusted, columns.testable) == [
                 stats.call(s.ratio, p, s.testable) for s, p in zip(shifts, adjusted)]
+    # The guidelines hold their samples as array('d'): read as the lists are.
+    as_arrays = [(array("d", a), array("d", b)) for a, b in pairs]
+    from_arrays = stats.shift_columns(as_arrays, interval=False)
+    centers = stats.describe_columns([a for a, _ in as_arrays])
+    assert [from_arrays.shift(i) for i in range(len(pairs))] == [
+        stats.shift(a, b, interval=False) for a, b in pairs]
+    assert [centers.center(i) for i in range(len(pairs))] == [
+        stats.describe(a) for a, _ in pairs]
     verdicts = stats.calls([1.2, 1.2, 1.2, 0.8, 1.04, 1.06], [0.01, 0.06, 0.01, 0.01, 0.0, 0.01],
                            [True, True, False, True, True, True])
     assert verdicts == [stats.WORSE, stats.SAME, stats.UNTESTED, stats.BETTER, stats.SAME,

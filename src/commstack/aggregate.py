@@ -16,11 +16,14 @@ import decimal
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from commstack import stats
 from commstack.benchmarks import registry
 from commstack.store.record import Record
+
+if TYPE_CHECKING:
+    from commstack.sample_codes import Coded
 
 # Columns of a summary row that are not parameters of the point.
 SUMMARY_FIELDS = ("point_id", "metric", "lower_is_better", "n", "trimmed_mean", "median", "ci_low",
@@ -133,43 +136,45 @@ def summary_frame(point_ids: Sequence[str], key_names: Sequence[Tuple[str, ...]]
     sample (a result row of a successful record: its point, the names and values of its row
     keys, metric and value, whether its run was oversubscribed) and per point its parameters,
     benchmark and job size. 240,000 samples take about a second instead of ten."""
+    from commstack.sample_codes import Coded
+
+    return coded_summary_frame(Coded.of(point_ids, key_names, keys, metrics, values,
+                                        oversubscribed), points)
+
+
+def coded_summary_frame(samples: "Coded",
+                        points: Dict[str, Tuple[Dict[str, object], Optional[str], Optional[int]]]):
+    """:func:`summary_frame` of samples given as codes (:mod:`commstack.sample_codes`): they
+    are grouped by those, never as a frame of one Python object per sample and key (at 2.4
+    million samples that frame alone was 600 MB)."""
     import numpy as np
     import pandas as pd
 
-    if not values:
+    if not len(samples.value):
         return pd.DataFrame()
-    frames = []
-    order = list(dict.fromkeys(key_names))
-    for names in order:
-        pick = [i for i, n in enumerate(key_names) if n == names] if len(order) > 1 else None
-        part = pd.DataFrame(_take(keys, pick), columns=list(names), dtype=object)
-        part.insert(0, "point_id", _take(point_ids, pick))
-        part["metric"] = _take(metrics, pick)
-        # values may be an array('d'): read through its buffer, no float object per sample
-        part["value"] = np.asarray(values if pick is None else _take(values, pick), dtype=float)
-        part["oversubscribed"] = np.asarray(_take(oversubscribed, pick), dtype=bool)
-        frames.append(_aggregate_part(part, list(names), points))
+    from commstack.sample_codes import renumber
+
+    _, names_here = renumber(samples.names)  # in order of first appearance
+    frames = [_aggregate_part(samples if len(names_here) == 1 else
+                              samples.take(np.flatnonzero(samples.names == n)),
+                              list(samples.names_seen[n]), points)
+              for n in names_here.tolist()]
     out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    quantum = {m: print_quantum(np.unique(np.asarray(values, dtype=float)[
-        np.asarray(metrics) == m])) for m in out["metric"].unique()}
+    quantum = {samples.metric_names[i]: print_quantum(np.unique(samples.value[
+        samples.metric == i])) for i in np.unique(samples.metric).tolist()}
     out["quantum"] = out["metric"].map(quantum).astype(float)
     return out.reset_index(drop=True)
 
 
-def _take(seq: Sequence, pick: Optional[List[int]]) -> list:
-    return list(seq) if pick is None else [seq[i] for i in pick]
-
-
-def _aggregate_part(part, names: List[str], points) -> "object":
+def _aggregate_part(part: "Coded", names: List[str], points) -> "object":
     import numpy as np
     import pandas as pd
 
-    # Keys that are None in every row are no column of the summary (as in :func:`aggregate`).
-    names = [n for n in names if part[n].notna().any()]
-    part = part[["point_id", *names, "metric", "value", "oversubscribed"]]
-    group_cols = ["point_id", *names]
-    codes = part.groupby(group_cols, dropna=False, sort=False).ngroup().to_numpy()
-    value = part["value"].to_numpy()
+    from commstack.sample_codes import objects, renumber
+
+    # Groups: (point, key), numbered in order of first appearance.
+    codes, _ = renumber(part.point * len(part.keys) + part.key)
+    value = part.value
     order = np.lexsort((value, codes))
     codes, value = codes[order], value[order]
     count = np.bincount(codes)
@@ -191,8 +196,21 @@ def _aggregate_part(part, names: List[str], points) -> "object":
     has_ci = low_rank > 0
     ci_low = np.where(has_ci, value[start + np.maximum(low_rank, 1) - 1], np.nan)
     ci_high = np.where(has_ci, value[start + np.maximum(high_rank, 1) - 1], np.nan)
-    over = np.bincount(codes, weights=part["oversubscribed"].to_numpy()[order]) > 0
-    head = part.iloc[order[start]][group_cols + ["metric"]].reset_index(drop=True)
+    over = np.bincount(codes, weights=part.over[order]) > 0
+    # Each group's point, keys and metric: those of its smallest sample.
+    smallest = order[start]
+    head = pd.DataFrame({"point_id": objects(part.point_names)[part.point[smallest]]})
+    key = part.key[smallest]
+    used = np.unique(key)
+    for j, column in enumerate(names):
+        by_key = np.empty(len(part.keys), dtype=object)
+        for u in used.tolist():
+            by_key[u] = part.keys[u][j]
+        # Keys that are None in every row are no column of the summary (as in :func:`aggregate`).
+        if pd.notna(by_key[used]).any():
+            head[column] = pd.Series(by_key[key], dtype=object)
+    names = [n for n in names if n in head]
+    head["metric"] = objects(part.metric_names)[part.metric[smallest]]
     head = head.assign(oversubscribed=over, n=count, trimmed_mean=kept / kept_n,
                        median=median, ci_low=ci_low, ci_high=ci_high, min=value[start],
                        max=value[start + count - 1])
@@ -221,3 +239,4 @@ def _aggregate_part(part, names: List[str], points) -> "object":
             "trimmed_mean", "median", "ci_low", "ci_high", "min", "max"]
     first = ["point_id"] + [n for n in names if n in head and n not in params.columns]
     return head[first + [c for c in head.columns if c not in first and c not in tail] + tail]
+

@@ -9,20 +9,22 @@ benchmark, the other studies, the runs that did not succeed.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
-from typing import List, Optional, Sequence, Set
+from typing import BinaryIO, List, Optional, Sequence, Set
 
 import pandas as pd
 
 from commstack import stats
-from commstack.aggregate import summary_frame
+from commstack.aggregate import coded_summary_frame
 from commstack.errors import CampaignError
 from commstack.markdown_table import table
 from commstack.matrix.model import DEVIATION
 from commstack.report import from_index
 from commstack.report.beside import Beside
 from commstack.report.drawing import Drawer
+from commstack.report.freed_memory import return_large_frees
 from commstack.report.load import Loaded, Samples, load
 from commstack.report.numbers import MARKERS, OVERSUBSCRIBED
 from commstack.report.rehearsal_banner import banner
@@ -51,6 +53,7 @@ def write_report(campaign_root: Path, others: Sequence[Path] = ()) -> Path:
     the tables of this report stay this campaign's own."""
     campaign = Campaign(Path(campaign_root))
     out_dir = campaign.root / "report"
+    return_large_frees()
     # Drawing workers start now, from this still small process, and import matplotlib while
     # the records are read; the plots are drawn there while this process writes the rest.
     drawer = Drawer(out_dir)
@@ -99,24 +102,26 @@ def _lines(campaign: Campaign, others: Sequence[Path], drawer: Drawer,
     for section in found:
         if section.mean.index.name == "bytes":
             drawer.add(section, out_dir / _png(section))
-    return _write_rest(campaign, loaded, summary, found, studies, context, beside)
-
-
-def _write_rest(campaign: Campaign, loaded: Loaded, summary: pd.DataFrame,
-                found: List[Section], studies: List[Study], context: Context,
-                beside: Beside) -> List[str]:
-    """summary.csv (by a child, :mod:`~commstack.report.beside`), records.csv when stale, and
-    the report's lines."""
     if not summary.empty:
-        beside.write(campaign.root / "summary.csv",
-                     lambda handle: summary.to_csv(handle, index=False, encoding="utf-8"))
+        # summary.csv by a child (:mod:`~commstack.report.beside`).
+        beside.write(campaign.root / "summary.csv", functools.partial(_write_summary, summary))
+    tables = _generic_sections(found, _cores(campaign))
+    # Made before the studies' sections (placed between them): the summary and the tables'
+    # frames, half this process's memory at 100,000 records, are then freed for the studies.
+    del summary, swept_summary, found
+    return _write_rest(campaign, loaded, tables, studies, context)
+
+
+def _write_rest(campaign: Campaign, loaded: Loaded, tables: List[str],
+                studies: List[Study], context: Context) -> List[str]:
+    """records.csv when stale, and the report's lines (``tables``: the tables' own)."""
     _write_records_csv(campaign, loaded.newest)
 
     lines: List[str] = [f"# {campaign.name} ({campaign.machine})", ""]
     lines += banner(campaign.root)
     lines += _overview(campaign, context.records)
     lines += _studies([s for s in studies if s.before_tables], context)
-    lines += _generic_sections(found, _cores(campaign))
+    lines += tables
     lines += _studies([s for s in studies if not s.before_tables], context)
     if context.joined_campaigns and not _named(lines):
         lines += ["", "No study section shows the campaigns given with `--with` ("
@@ -133,12 +138,17 @@ def _info(campaign: Campaign) -> dict:
 
 def _summary(samples: Samples, points: Optional[Set[str]] = None) -> pd.DataFrame:
     """The summary of every sample, or of the samples of ``points``."""
-    columns = (samples.point_ids, samples.key_names, samples.keys, samples.metrics,
-               samples.values, samples.oversubscribed)
+    import numpy as np
+
+    coded = samples.coded()
     if points is not None:
-        keep = [i for i, p in enumerate(samples.point_ids) if p in points]
-        columns = tuple([c[i] for i in keep] for c in columns)
-    return summary_frame(*columns, samples.points)
+        wanted = np.array([p in points for p in coded.point_names], dtype=bool)
+        coded = coded.take(np.flatnonzero(wanted[coded.point]))
+    return coded_summary_frame(coded, samples.points)
+
+
+def _write_summary(summary: pd.DataFrame, handle: BinaryIO) -> None:
+    summary.to_csv(handle, index=False, encoding="utf-8")
 
 
 def _write_records_csv(campaign: Campaign, newest: float) -> None:

@@ -18,10 +18,13 @@ import os
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, MutableSequence, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, MutableSequence, Optional, Tuple
 
 from commstack.benchmarks import registry
 from commstack.store.record import Record, RecordError, read_json, resolved_table, table_rows
+
+if TYPE_CHECKING:
+    from commstack.sample_codes import Coded
 
 
 @dataclass
@@ -41,6 +44,17 @@ class Samples:
         default_factory=dict)
     # Per record (point, repeat, attempt): where its entries start and how many there are.
     spans: Dict[Tuple[str, int, int], Tuple[int, int]] = field(default_factory=dict)
+    _coded: Optional["Coded"] = field(default=None, repr=False, compare=False)
+
+    def coded(self) -> "Coded":
+        """The samples as codes (:mod:`commstack.sample_codes`), made once when first asked
+        for: ask only when every sample has been added."""
+        from commstack.sample_codes import Coded
+
+        if self._coded is None or len(self._coded.value) != len(self.values):
+            self._coded = Coded.of(self.point_ids, self.key_names, self.keys, self.metrics,
+                                   self.values, self.oversubscribed)
+        return self._coded
 
     def mark(self, record: Record, count: int) -> None:
         """Note that the last ``count`` entries are ``record``'s (call after adding them)."""

@@ -61,7 +61,8 @@ def _factors(samples: Samples) -> _Found:
     keys, figure) and stack, each group's median as :func:`statistics.median` gives it; the
     texts are made only for the results a section names."""
     import numpy as np
-    import pandas as pd
+
+    from commstack.sample_codes import renumber
 
     points: Dict[str, Tuple[int, int]] = {}  # per point: (its parameters but the stack, stack)
     bases: Dict[Tuple[object, str], int] = {}
@@ -78,25 +79,34 @@ def _factors(samples: Samples) -> _Found:
     if not points or len(stacks) < 2:
         return empty
     # Per sample: its point's (parameters but the stack, stack), its row and figure, as codes
-    # (pandas' factorize: codes in order of first appearance, hashed in C).
+    # (the samples' own, :mod:`commstack.sample_codes`, numbered again among those kept).
+    coded = samples.coded()
     where = {pid: i for i, pid in enumerate(points)}
-    at_point = np.fromiter((where.get(pid, -1) for pid in samples.point_ids), dtype=np.int64,
-                           count=len(samples.point_ids))
+    at_name = np.array([where.get(pid, -1) for pid in coded.point_names], dtype=np.int64)
+    # (Each array of millions of samples is let go once used: they set this report's peak.)
+    at_point = at_name[coded.point]
     kept = np.flatnonzero(at_point >= 0)
     if not len(kept):
         return empty
     point_codes = np.asarray(list(points.values()), dtype=np.int64).reshape(len(points), 2)
-    base, stack = point_codes[at_point[kept], 0], point_codes[at_point[kept], 1]
-    names, keys, ms = samples.key_names, samples.keys, samples.metrics
-    picked = kept.tolist()
-    row, rows = pd.factorize(pd.Series([(names[i], keys[i]) for i in picked], dtype=object))
-    metric, metric_names = pd.factorize(pd.Series([ms[i] for i in picked], dtype=object))
-    values = np.asarray(samples.values, dtype=float)[kept]
+    at_point = at_point[kept]
+    base, stack = point_codes[at_point, 0], point_codes[at_point, 1]
+    del at_point
+    row, row_was = renumber(coded.names[kept] * len(coded.keys) + coded.key[kept])
+    rows = [(coded.names_seen[c // len(coded.keys)], coded.keys[c % len(coded.keys)])
+            for c in row_was.tolist()]
+    metric, metric_was = renumber(coded.metric[kept])
+    metric_names = [coded.metric_names[c] for c in metric_was.tolist()]
     code = (base * len(rows) + row) * len(metric_names) + metric
+    del base, row, metric
     groups, group = np.unique(code, return_inverse=True)
+    del code
     group = group.reshape(-1)
+    values = coded.value[kept]
+    del kept
     order = np.lexsort((values, stack, group))
     g, s, v = group[order], stack[order], values[order]
+    del order, group, stack, values
     starts = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (s[1:] != s[:-1])])
     counts = np.diff(np.r_[starts, len(v)])
     low, high = v[starts + (counts - 1) // 2], v[starts + counts // 2]
