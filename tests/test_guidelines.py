@@ -242,3 +242,52 @@ def test_query_says_when_no_guideline_is_violated(tmp_path):
     bad = commstack("query", str(root), "--guidelines", "--benchmark", "reprompi")
     assert bad.returncode == 2 and "--benchmark and --test choose the rows of --best-per-size" \
         in bad.stderr and bad.stdout == ""
+
+
+def _contents(found):
+    return [(s.family, s.stack, s.processes, s.params, [(k, list(v)) for k, v in
+                                                         s.samples.items()]) for s in found]
+
+
+def test_settings_from_sample_layouts_equal_those_read_entry_by_entry():
+    """A report places each record's samples by their layout of row keys, worked out once per
+    layout (``layout=Samples.layout``); the settings, their order and every sample in its order
+    are those read entry by entry, with a record that added no samples and a ReproMPI run whose
+    per-call samples are read from its output among them."""
+    from commstack.benchmarks.imb import parse_imb
+    from commstack.report.load import Samples, add_samples
+
+    imb = Path(__file__).parent / "fixtures" / "imb" / "openmpi-4.1.4"
+    default = parse_imb((imb / "v2021.11-mpi1-default-np2-msglog0-4.out").read_text()).rows
+    # The same rows in another order: another layout of the same length and row key names.
+    runs = [(default, 2), (default[::-1], 2),
+            (parse_imb((imb / "v2021.11-mpi1-allreduce-barrier-np6-npmin1.out").read_text()
+                       ).rows, 6)]
+    records, samples = [], Samples()
+    for stack in ("ompi", "mpich"):
+        for t, (rows, ranks) in enumerate(runs):
+            for repeat in (1, 2, 3):
+                parsed = [{**row, "t_avg_us": row["t_avg_us"] * (1 + repeat / 10)}
+                          if "t_avg_us" in row else row for row in rows]
+                record = Record(campaign="c", machine="local", benchmark="imb-mpi1",
+                                point_id=f"{stack}{t}", repeat=repeat, attempt=1,
+                                params={"stack": stack}, status="ok", stack=stack, ranks=ranks,
+                                parsed=parsed)
+                records.append(record)
+                if (stack, t, repeat) != ("mpich", 0, 2):
+                    add_samples(samples, record)
+    reprompi = _record(FIXTURE.read_text())
+    records.insert(3, reprompi)
+    add_samples(samples, reprompi)
+
+    def entries(record):
+        found = samples.entries(record, ("benchmark", "bytes", "np"))
+        return guidelines.row_entries(record, record.parsed) if found is None else found
+
+    def output(record):
+        return FIXTURE.read_text() if record is reprompi else None
+
+    plain = guidelines.settings(records, output, entries=entries)
+    laid = guidelines.settings(records, output, entries=entries, layout=samples.layout)
+    assert len(plain) >= 5 and sum(len(v) for s in plain for v in s.samples.values()) > 500
+    assert _contents(laid) == _contents(plain)

@@ -173,7 +173,7 @@ def _aggregate_part(part: "Coded", names: List[str], points) -> "object":
     from commstack.sample_codes import objects, renumber
 
     # Groups: (point, key), numbered in order of first appearance.
-    codes, _ = renumber(part.point * len(part.keys) + part.key)
+    codes, _ = renumber(part.point.astype(np.int64) * len(part.keys) + part.key)
     value = part.value
     order = np.lexsort((value, codes))
     codes, value = codes[order], value[order]

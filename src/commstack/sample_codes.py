@@ -10,12 +10,17 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
+# 4 bytes a code (a report of 100,000 records keeps four per sample, 2.4 million samples):
+# widen to int64 before combining codes into one.
+CODE = np.int32
+
 
 @dataclass
 class Coded:
-    """Every sample's codes, value and whether its run was oversubscribed."""
+    """Every sample's codes, value and whether its run was oversubscribed (``value`` reads the
+    samples' own buffer when it is one: an ``array('d')`` then takes no more samples)."""
 
-    point: np.ndarray    # into point_names
+    point: np.ndarray    # into point_names (CODE)
     point_names: List[str]
     names: np.ndarray    # into names_seen: the row keys' names
     names_seen: List[Tuple[str, ...]]
@@ -44,7 +49,7 @@ def codes(column: Sequence) -> Tuple[np.ndarray, list]:
     """Each entry's position among the distinct entries (in order of first appearance), and
     those entries."""
     seen: Dict[object, int] = {}
-    found = np.fromiter((seen.setdefault(x, len(seen)) for x in column), dtype=np.int64,
+    found = np.fromiter((seen.setdefault(x, len(seen)) for x in column), dtype=CODE,
                         count=len(column))
     return found, list(seen)
 

@@ -26,7 +26,7 @@ import re
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, MutableSequence, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Hashable, List, MutableSequence, Optional, Sequence, Tuple, Union
 
 from commstack import stats
 from commstack.benchmarks import registry
@@ -269,27 +269,26 @@ def row_entries(record: Record, rows: Sequence[dict]) -> List[Entry]:
 def settings(records: Sequence[Record],
              output: Callable[[Record], Optional[str]] = lambda r: None,
              rows: Callable[[Record], List[dict]] = lambda r: r.parsed,
-             entries: Optional[Callable[[Record], Sequence[Entry]]] = None) -> List[Setting]:
+             entries: Optional[Callable[[Record], Sequence[Entry]]] = None,
+             layout: Optional[Callable[[Record], Optional[Layout]]] = None) -> List[Setting]:
     """The campaign's collective timings by setting. ``output(record)``: the run's stdout, from
     which ReproMPI's per-call samples are read (None: its rows' medians are used);
     ``rows(record)``: its result rows (a report reads them from record.json only for the
     records :func:`relevant` selects); ``entries(record)``, instead of ``rows``: its rows as
-    :data:`Entry` tuples (a report has them in its samples)."""
+    :data:`Entry` tuples (a report has them in its samples); ``layout(record)``: its entries'
+    row keys as one key and their values (:data:`Layout`), or None: then ``entries`` is read
+    only for the first record of each layout (a report of 100,000 records has a few)."""
     from commstack.benchmarks import reprompi
 
     if entries is None:
         entries = lambda r: row_entries(r, rows(r))  # noqa: E731
-    found: Dict[Tuple, Setting] = {}
-    texts = _ParamsText()
-    names: Dict[Tuple[str, object], Optional[str]] = {}  # (family, benchmark): the collective
-    # Every setting's samples under one shared (collective, size) key, as C doubles: a report
-    # of 100,000 records holds 800,000 of these lists (2.4 million samples).
-    pairs: Dict[Tuple[str, int], Tuple[str, int]] = {}
+    collect = _Collector()
+    known: Dict[Tuple, List[Optional[MutableSequence[float]]]] = {}
     for rec in records:
         family = _family(rec)
         if not rec.ok or rec.published or family is None:
             continue
-        params = texts(rec, family)
+        params = collect.texts(rec, family)
         per_call = None
         if family == "reprompi":
             text = output(rec)
@@ -298,34 +297,102 @@ def settings(records: Sequence[Record],
             except ValueError:
                 per_call = None
         stack = rec.stack or ""
-        by_processes: Dict[object, Dict[Tuple[str, int], List[float]]] = {}
-        for benchmark, size, processes, value in entries(rec):
-            name = names.get((family, benchmark), _UNSET)
+        found = layout(rec) if layout is not None and per_call is None else None
+        if found is not None:
+            key, values = found
+            where = (family, stack, params, rec.ranks, key)
+            targets = known.get(where)
+            if targets is None:
+                targets = known[where] = collect.targets(
+                    rec, family, stack, params, collect.layout(family, key, rec, entries))
+            for target, value in zip(targets, values):
+                if target is not None:
+                    target.append(value)
+            continue
+        items = entries(rec)
+        targets = collect.targets(rec, family, stack, params, collect.slots(family, items))
+        for target, (benchmark, size, _, value) in zip(targets, items):
+            if target is None:
+                continue
+            calls = per_call.get((benchmark, size)) if per_call else None
+            if calls is not None:
+                target.extend([t * 1e6 for t in calls.local])
+            else:
+                target.append(float(value))
+    return list(collect.found.values())
+
+
+# A record's entries' row keys as one hashable (equal for records whose entries have the same
+# row keys in the same order) and the entries' values in that order.
+Layout = Tuple[Hashable, Sequence[float]]
+# An entry's (collective, size) and process count (None: the record's), or None: no guideline
+# reads it.
+_Slot = Optional[Tuple[Tuple[str, int], object]]
+
+
+class _Collector:
+    """The settings in the order their first samples come, each (collective, size)'s samples
+    in one array; an entry's place worked out once per layout of row keys and setting."""
+
+    def __init__(self) -> None:
+        self.found: Dict[Tuple, Setting] = {}
+        self.texts = _ParamsText()
+        self.names: Dict[Tuple[str, object], Optional[str]] = {}  # (family, benchmark): its
+        # Every setting's samples under one shared (collective, size) key, as C doubles: a
+        # report of 100,000 records holds 800,000 of these arrays (2.4 million samples).
+        self.pairs: Dict[Tuple[str, int], Tuple[str, int]] = {}
+        self.layouts: Dict[Tuple[str, Hashable], List[_Slot]] = {}
+
+    def layout(self, family: str, key: Hashable, rec: Record,
+               entries: Callable[[Record], Sequence[Entry]]) -> List[_Slot]:
+        """:meth:`slots` of the entries of a layout ``key``, read from ``rec`` when it is
+        new."""
+        slots = self.layouts.get((family, key))
+        if slots is None:
+            slots = self.layouts[(family, key)] = self.slots(family, entries(rec))
+        return slots
+
+    def slots(self, family: str, entries: Sequence[Entry]) -> List[_Slot]:
+        """Each entry's (collective, size) and process count, or None."""
+        slots: List[_Slot] = []
+        for benchmark, size, processes, _ in entries:
+            name = self.names.get((family, benchmark), _UNSET)
             if name is _UNSET:
-                name = names[(family, benchmark)] = (
+                name = self.names[(family, benchmark)] = (
                     _collective(family, benchmark) if isinstance(benchmark, str) else None)
             if name is None or not isinstance(size, int):
+                slots.append(None)
+            else:
+                slots.append((self.pairs.setdefault((name, size), (name, size)), processes))
+        return slots
+
+    def targets(self, rec: Record, family: str, stack: str, params: str,
+                slots: List[_Slot]) -> List[Optional[MutableSequence[float]]]:
+        """The array each entry's sample goes to (None: none), settings and arrays made as
+        their first sample comes."""
+        by_processes: Dict[object, Dict[Tuple[str, int], MutableSequence[float]]] = {}
+        out: List[Optional[MutableSequence[float]]] = []
+        for slot in slots:
+            if slot is None:
+                out.append(None)
                 continue
+            pair, processes = slot
             processes = processes or rec.ranks
             samples = by_processes.get(processes)
             if samples is None:
                 if not isinstance(processes, int):
+                    out.append(None)
                     continue
                 key = (family, stack, processes, params)
-                setting = found.get(key)
+                setting = self.found.get(key)
                 if setting is None:
-                    setting = found[key] = Setting(family, stack, processes, params)
+                    setting = self.found[key] = Setting(family, stack, processes, params)
                 samples = by_processes[processes] = setting.samples
-            values = samples.get((name, size))
+            values = samples.get(pair)
             if values is None:
-                pair = pairs.setdefault((name, size), (name, size))
                 values = samples[pair] = array("d")
-            calls = per_call.get((benchmark, size)) if per_call else None
-            if calls is not None:
-                values.extend([t * 1e6 for t in calls.local])
-            else:
-                values.append(float(value))
-    return list(found.values())
+            out.append(values)
+        return out
 
 
 _UNSET = object()
@@ -503,11 +570,12 @@ def sources(checks: Checks, unchecked: Sequence[str],
 def section(records: Sequence[Record],
             output: Callable[[Record], Optional[str]] = lambda r: None,
             rows: Callable[[Record], List[dict]] = lambda r: r.parsed,
-            entries: Optional[Callable[[Record], Sequence[Entry]]] = None) -> List[str]:
+            entries: Optional[Callable[[Record], Sequence[Entry]]] = None,
+            layout: Optional[Callable[[Record], Optional[Layout]]] = None) -> List[str]:
     """The guidelines section of a campaign's report (no lines when it timed no collectives);
-    ``output``, ``rows`` and ``entries`` as for :func:`settings`."""
+    ``output``, ``rows``, ``entries`` and ``layout`` as for :func:`settings`."""
     rules = read_guidelines()
-    found = settings(relevant(records, rules), output, rows, entries)
+    found = settings(relevant(records, rules), output, rows, entries, layout)
     if not found:
         return []
     checked = measure(found, rules, intervals=False)

@@ -18,7 +18,7 @@ import os
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, MutableSequence, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Hashable, Iterator, List, MutableSequence, Optional, Tuple
 
 from commstack.benchmarks import registry
 from commstack.store.record import Record, RecordError, read_json, resolved_table, table_rows
@@ -48,10 +48,11 @@ class Samples:
 
     def coded(self) -> "Coded":
         """The samples as codes (:mod:`commstack.sample_codes`), made once when first asked
-        for: ask only when every sample has been added."""
+        for: ask only when every sample has been added (their values are then read in place,
+        and ``values`` takes no more)."""
         from commstack.sample_codes import Coded
 
-        if self._coded is None or len(self._coded.value) != len(self.values):
+        if self._coded is None:
             self._coded = Coded.of(self.point_ids, self.key_names, self.keys, self.metrics,
                                    self.values, self.oversubscribed)
         return self._coded
@@ -60,6 +61,19 @@ class Samples:
         """Note that the last ``count`` entries are ``record``'s (call after adding them)."""
         self.spans[(record.point_id, record.repeat, record.attempt)] = (
             len(self.values) - count, count)
+
+    def layout(self, record: Record) -> Optional[Tuple[Hashable, MutableSequence[float]]]:
+        """The record's entries' row keys (names and values) as one key, equal for records
+        whose entries have the same row keys in the same order, and their values; None when it
+        added no samples."""
+        span = self.spans.get((record.point_id, record.repeat, record.attempt))
+        if span is None:
+            return None
+        start, count = span
+        coded = self.coded()
+        end = start + count
+        return ((coded.names[start:end].tobytes(), coded.key[start:end].tobytes()),
+                self.values[start:end])
 
     def entries(self, record: Record, names: Tuple[str, ...]) -> Optional[List[tuple]]:
         """The record's entries as tuples of the row keys ``names`` (None where an entry has

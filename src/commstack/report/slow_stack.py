@@ -92,7 +92,8 @@ def _factors(samples: Samples) -> _Found:
     at_point = at_point[kept]
     base, stack = point_codes[at_point, 0], point_codes[at_point, 1]
     del at_point
-    row, row_was = renumber(coded.names[kept] * len(coded.keys) + coded.key[kept])
+    row, row_was = renumber(coded.names[kept].astype(np.int64) * len(coded.keys)
+                             + coded.key[kept])
     rows = [(coded.names_seen[c // len(coded.keys)], coded.keys[c % len(coded.keys)])
             for c in row_was.tolist()]
     metric, metric_was = renumber(coded.metric[kept])

@@ -29,7 +29,8 @@ def _section(context: Context) -> List[str]:
             return guidelines.row_entries(record, guidelines.stored_rows(context.campaign, record))
         return found
 
-    return guidelines.section(context.swept, lambda r: _output(context, r), entries=entries)
+    return guidelines.section(context.swept, lambda r: _output(context, r), entries=entries,
+                              layout=samples.layout)
 
 
 def _sync_section(context: Context) -> List[str]:
