@@ -239,4 +239,3 @@ def _aggregate_part(part: "Coded", names: List[str], points) -> "object":
             "trimmed_mean", "median", "ci_low", "ci_high", "min", "max"]
     first = ["point_id"] + [n for n in names if n in head and n not in params.columns]
     return head[first + [c for c in head.columns if c not in first and c not in tail] + tail]
-
