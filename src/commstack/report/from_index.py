@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from commstack.benchmarks import registry
-from commstack.report.load import Loaded, Samples, _load, collector_paused
+from commstack.report.load import Loaded, Samples, _load, collector_paused, run_key
 from commstack.store import tidy_index
 from commstack.store.campaign import Campaign
 from commstack.store.record import HeadReader, Record
@@ -227,7 +227,7 @@ def _add_all(samples: Samples, columns: dict, order, starts, ends, groups: List[
     for record, count in zip(records, counts):
         if not count:
             continue
-        samples.spans[(record.point_id, record.repeat, record.attempt)] = (start, count)
+        samples.spans[run_key(record)] = (start, count)
         start += count
         if record.point_id not in samples.points:
             samples.points[record.point_id] = (record.params, record.benchmark, record.ranks)

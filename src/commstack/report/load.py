@@ -44,7 +44,7 @@ class Samples:
         default_factory=dict)
     # Per record (point, repeat, attempt): where its entries start and how many there are.
     spans: Dict[Tuple[str, int, int], Tuple[int, int]] = field(default_factory=dict)
-    _coded: Optional["Coded"] = field(default=None, repr=False, compare=False)
+    _coded: Optional["Coded"] = field(default=None, init=False, repr=False, compare=False)
 
     def coded(self) -> "Coded":
         """The samples as codes (:mod:`commstack.sample_codes`), made once when first asked
@@ -59,14 +59,13 @@ class Samples:
 
     def mark(self, record: Record, count: int) -> None:
         """Note that the last ``count`` entries are ``record``'s (call after adding them)."""
-        self.spans[(record.point_id, record.repeat, record.attempt)] = (
-            len(self.values) - count, count)
+        self.spans[run_key(record)] = (len(self.values) - count, count)
 
     def layout(self, record: Record) -> Optional[Tuple[Hashable, MutableSequence[float]]]:
         """The record's entries' row keys (names and values) as one key, equal for records
         whose entries have the same row keys in the same order, and their values; None when it
         added no samples."""
-        span = self.spans.get((record.point_id, record.repeat, record.attempt))
+        span = self.spans.get(run_key(record))
         if span is None:
             return None
         start, count = span
@@ -79,7 +78,7 @@ class Samples:
         """The record's entries as tuples of the row keys ``names`` (None where an entry has
         no such key) and the figure's value last, without making rows; None when it added no
         samples."""
-        span = self.spans.get((record.point_id, record.repeat, record.attempt))
+        span = self.spans.get(run_key(record))
         if span is None:
             return None
         start, count = span
@@ -103,6 +102,11 @@ class Samples:
             keys = self.keys[i]
             out.append((*(None if j is None else keys[j] for j in where), self.values[i]))
         return out
+
+
+def run_key(record: Record) -> Tuple[str, int, int]:
+    """A record's key among the samples' spans: its point, repeat and attempt."""
+    return (record.point_id, record.repeat, record.attempt)
 
 
 @dataclass
