@@ -102,3 +102,16 @@ def ompi_ucc_bin(need=("IMB-MPI1", "mpirun", "ompi_info")) -> Path:
                     "(bash scripts/setup_spack.sh installs environments/local and its view "
                     "ompi-ucc)")
     return bindir
+
+
+def smpi_view_bin(need=("smpirun", "IMB-MPI1")) -> Path:
+    """bin/ of environments/local's view smpi (SimGrid SMPI and the benchmarks built against it,
+    scripts/setup_spack.sh), or skip with the reason."""
+    import pytest
+
+    bindir = Path(__file__).resolve().parents[1] / "environments" / "local" / "views" / "smpi" / "bin"
+    missing = [exe for exe in need if not (bindir / exe).is_file()]
+    if missing:
+        pytest.skip(f"skipped: no SimGrid SMPI stack: {bindir} lacks {', '.join(missing)} "
+                    "(bash scripts/setup_spack.sh installs environments/local and its view smpi)")
+    return bindir

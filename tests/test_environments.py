@@ -42,7 +42,8 @@ from commstack.machine import load_machine_file  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 MACHINES = ["bm-optimized3-36", "betzy", "perlmutter", "local"]
 #: Packages a view exists for: the benchmarks (everything else in a view supports them).
-BENCHMARKS = {"intel-mpi-benchmarks", "ghexbench", "gasnet-tests", "reprompi"}
+BENCHMARKS = {"intel-mpi-benchmarks", "ghexbench", "gasnet-tests", "reprompi",
+              "osu-micro-benchmarks"}
 #: Files this test suite guards against machine-specific paths.
 GUARDED = [
     *[REPO / "environments" / m for m in MACHINES],
@@ -281,7 +282,7 @@ def test_environment_concretizes(machine: str, spack_present: None, tmp_path: Pa
         )
 
 
-#: Executables each view of the local environment must hold.
+#: Executables each view of the local environment must hold (in bin/, or a path in the view).
 LOCAL_VIEWS = {
     "ompi": ["IMB-MPI1", "IMB-RMA", "benchmark_mpi_comm", "mpibenchmark"],
     "ompi-ghex-mpi": ["benchmark_ghex_comm_mpi"],
@@ -289,6 +290,10 @@ LOCAL_VIEWS = {
     "mpich": ["IMB-MPI1", "IMB-RMA", "benchmark_mpi_comm", "mpibenchmark"],
     # gasnet-tests per conduit, and gasnet's udp launcher (a run dependency)
     "gasnet": ["testsmall-smp", "testlarge-smp", "testsmall-udp", "testlarge-udp", "amudprun"],
+    # the benchmarks against SimGrid's SMPI, and SimGrid's launcher and wrappers (link: all)
+    "smpi": ["IMB-MPI1", "IMB-RMA", "mpibenchmark", "smpirun", "smpicc",
+             "libexec/osu-micro-benchmarks/mpi/pt2pt/osu_latency",
+             "libexec/osu-micro-benchmarks/mpi/collective/osu_allreduce"],
 }
 
 
@@ -320,7 +325,8 @@ def test_local_environment_installs(spack_present: None, record_property) -> Non
     record_property("install_seconds", round(time.monotonic() - t0, 1))
     for view, executables in LOCAL_VIEWS.items():
         for exe in executables:
-            assert (envdir / "views" / view / "bin" / exe).is_file(), f"views/{view}/bin/{exe}"
+            path = exe if "/" in exe else f"bin/{exe}"
+            assert (envdir / "views" / view / path).is_file(), f"views/{view}/{path}"
     # IMB of the mpich view is linked against MPICH, not against the Open MPI that Debian's
     # /usr/bin/mpicc usually is.
     ldd = subprocess.run(["ldd", str(envdir / "views" / "mpich" / "bin" / "IMB-MPI1")],

@@ -4,7 +4,8 @@
 #
 # commstack's copy of spack-packages' builtin `intel-mpi-benchmarks` (commit 1e8cf05), which it
 # overrides when this repository is listed before builtin. Changes: versions 2021.8-2021.11, the
-# `mpi4` variant, only the selected suites are built (one after another), 2021.8+ build fixes.
+# `mpi4` variant, only the selected suites are built (one after another), 2021.8+ build fixes,
+# the build against SimGrid's SMPI (^simgrid).
 # Package API v1 layout; loads in Spack 1.x and 0.2x.
 
 import spack
@@ -84,6 +85,12 @@ class IntelMpiBenchmarks(MakefilePackage):
     patch("add_const.patch", when="@2019")
     # https://github.com/intel/mpi-benchmarks/pull/20
     patch("reorder_benchmark_macros.patch", when="@2019.1:2019.6")
+    # SimGrid's SMPI: smpicc force-includes smpi/smpi_helpers.h, which defines malloc, calloc,
+    # realloc and free as function-like macros, and src_c/IMB_declare.h then includes <malloc.h>,
+    # whose prototypes those macros break. IMB needs nothing of <malloc.h> that <stdlib.h> does
+    # not declare: the patch skips it when SMPI_HELPERS_H is defined. (A patch rather than build
+    # flags, so that the recipe's code and the builds against other MPIs stay as they are.)
+    patch("smpi-malloc-h.patch", when="@2019:^simgrid")
 
     conflicts(
         "^openmpi",

@@ -78,6 +78,23 @@ class Reprompi(CMakePackage):
     depends_on("mpi")
     depends_on("gsl")
 
+    # SimGrid's SMPI (^simgrid) needs three changes, all only for builds against it:
+    # * smpirun starts a program by dlopen()ing it, so the program must be linked by smpicc and
+    #   smpicxx themselves (they add -shared and force-include smpi/smpi_helpers.h); the plain
+    #   compiler with FindMPI's flags makes a PIE executable that smpirun cannot load ("dlopen
+    #   failed: cannot dynamically load position-independent executable"). CMake's checks here
+    #   only compile and link (no try_run), so CMake runs with the SMPI wrappers as CC and CXX.
+    # * SMPI's getopt_long wrapper restores its own saved optind at every call, which undoes
+    #   ReproMPI's and MPITS's `optind = 1;` before each re-parse of argv ("List of message sizes
+    #   is empty"); smpi_getopt.h (added by the patch, force-included after SMPI's header) puts
+    #   the C library's getopt back. See the header for why that is safe.
+    # * SMPI privatizes the program's global variables per simulated process, not those of the
+    #   shared libraries it loads; MPITS keeps its state in globals, so the patch builds it as
+    #   a static library linked into mpibenchmark (else ranks 1.. exit at start with status 1).
+    # The patch and a @when method leave the builds against other MPIs (and their package hash)
+    # as they were.
+    patch("smpi.patch", when="^simgrid")
+
     sanity_check_is_file = (join_path("bin", "mpibenchmark"),)
 
     def patch(self):
@@ -90,6 +107,15 @@ class Reprompi(CMakePackage):
             f'set(GIT_COMMIT_ID "{commit}")',
             "CMakeLists.txt",
         )
+
+    @when("^simgrid")
+    def setup_build_environment(self, env: EnvironmentModifications) -> None:
+        bin = self.spec["mpi"].prefix.bin
+        env.set("CC", join_path(bin, "smpicc"))
+        env.set("CXX", join_path(bin, "smpicxx"))
+        force_include = f"-include {join_path(self.stage.source_path, 'smpi_getopt.h')}"
+        env.append_flags("CFLAGS", force_include)
+        env.append_flags("CXXFLAGS", force_include)
 
     def cmake_args(self):
         spec = self.spec
