@@ -88,7 +88,7 @@ def _command(point: Point, benchmark: Benchmark, stack: ResolvedStack, machine: 
              allocation: Optional[Allocation]) -> Tuple[LaunchCommand, Dict[str, str]]:
     """The point's command, and the variables its evidence run adds (flavour.evidence_env)."""
     spec = build(point, benchmark, stack, machine, allocation)
-    command = local(spec) if allocation is None else srun(spec)
+    command = local(spec) if allocation is None or spec.simulated else srun(spec)
     return command, spec.flavour.evidence_env(command.env)
 
 

@@ -111,7 +111,8 @@ def mpi_info(stack: ResolvedStack) -> Dict[str, str]:
         else:
             exe = shutil.which(tool + suffix, path=path) or shutil.which(tool, path=path)
         out[name] = _capture([exe, *args], env) if exe else f"<{tool} not found>"
-    exe = shutil.which("ucx_info", path=path)
+    # A simulated MPI uses no UCX: a ucx_info on the PATH is this host's, not the stack's.
+    exe = None if stack.kind.simulated else shutil.which("ucx_info", path=path)
     if exe:
         out["ucx_info.txt"] = _capture([exe, "-v"], env)
     return out

@@ -38,6 +38,7 @@ from commstack.launch import runner
 from commstack.launch.allocation import Allocation
 from commstack.launch.command import LaunchCommand
 from commstack.launch.slurm import allocation_lost, step_provenance
+from commstack.launch.stack import ResolvedStack
 from commstack.matrix.model import Matrix, Point, deviation_notes
 from commstack.placement.check import CONTRADICTS, MISMATCH_STATUS, record_placement
 from commstack.plan import Plan, PreparedPoint, prepare  # noqa: F401 (commstack.sweep.prepare, as before)
@@ -345,6 +346,19 @@ def _start_session(campaign: Campaign, plan: Plan) -> Path:
     return session
 
 
+def _version_texts(session: Path, stack: "ResolvedStack") -> Dict[str, str]:
+    """What the stack's version tools printed at the session's start (sessions/<id>/<stack>.<file>),
+    by file name; the first 4 kB of each."""
+    texts = {}
+    for tool in stack.kind.version_tools:
+        try:
+            with open(session / f"{stack.name}.{tool.file}", errors="replace") as f:
+                texts[tool.file] = f.read(4096)
+        except OSError:
+            continue
+    return texts
+
+
 @functools.lru_cache(maxsize=None)
 def _topology_note(session: Path) -> str:
     """Where this run's node topology is, or why there is none (sessions/<id>/provenance.json)."""
@@ -448,6 +462,10 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
             if unused:
                 notes.append(unused)  # the numbers are real: status stays, the report flags it
             notes += deviation_notes(matrix, prepared.stack.name) + command.notes()
+            simulation = None
+            if command.simulation is not None:  # a simulator's run: never a measurement
+                simulation = command.simulation.as_record(_version_texts(session, prepared.stack))
+                notes += command.simulation.unconfirmed(err_text)
             record = Record(
                 campaign=campaign.name,
                 machine=campaign.machine,
@@ -488,6 +506,7 @@ def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt
                 stdout="stdout.txt",
                 stderr="stderr.txt",
                 order={k: v for k, v in order.items() if v is not None} if order else None,
+                simulation=simulation,
             )
             if matrix.adaptive is not None and status != "interrupted":
                 earlier = [r for a in campaign.attempts(point.id) if a.repeat < repeat

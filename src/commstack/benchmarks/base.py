@@ -121,6 +121,9 @@ class Benchmark:
     # A rehearsal's version of a point's options (`commstack rehearse`): the same options, with
     # sizes, iterations and decompositions cut down for `ranks` processes on the test cluster.
     scale_down: Optional[Callable[[Dict[str, Any], int], Dict[str, Any]]] = None
+    # A simulated rehearsal's version (`commstack rehearse --simulate`): the same sizes at the
+    # machine's own scale, repetitions cut (a simulation repeats a call exactly).
+    simulate_down: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]] = None
 
     def argv(self, params: Mapping[str, Any]) -> List[str]:
         """Benchmark argv (executable first) for the option parameters in ``params``."""
@@ -145,6 +148,15 @@ class Benchmark:
     def metric_of(self, row: Mapping[str, object]) -> Optional[FigureOfMerit]:
         """The first figure of merit with a number in ``row``."""
         return next((f for f in self.figures if isinstance(row.get(f.key), (int, float))), None)
+
+
+def at_most(params: Dict[str, Any], name: str, most: float) -> None:
+    """``params[name]`` set to ``most`` when absent, lowered to it when a larger number (a
+    value still naming a plan's template, ``{x}``, stays)."""
+    if name not in params:
+        params[name] = most
+    elif "{" not in str(params[name]):
+        capped(params, name, most)
 
 
 def capped(params: Dict[str, Any], name: str, most: float) -> None:

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from commstack import bounds
-from commstack.benchmarks.base import Benchmark, Option, Output, ParseError, capped
+from commstack.benchmarks.base import Benchmark, Option, Output, ParseError, at_most, capped
 from commstack.benchmarks.imb import MBYTES_PER_S, T_AVG_US, T_OVRL_US, T_PURE_US, T_US
 from commstack.benchmarks.text import INTEL_MPI_STARTUP, column_keys, strip_launcher_prefix
 
@@ -366,7 +366,16 @@ def scale_down(params: Dict[str, Any], ranks: int) -> Dict[str, Any]:
     return out
 
 
+def simulate_down(params: Dict[str, Any]) -> Dict[str, Any]:
+    """A simulated test: every size, 10 timed and 2 warm-up iterations (deterministic)."""
+    out = dict(params)
+    at_most(out, "iterations", 10)
+    at_most(out, "warmup", 2)
+    return out
+
+
 BENCHMARKS = [
     Benchmark("osu", "osu_latency", FORMAT, parse_osu, OPTIONS, fatal_notes=(VALIDATION_FAILED,),
-              figures=FIGURES, row_keys=ROW_KEYS, scale_down=scale_down),
+              figures=FIGURES, row_keys=ROW_KEYS, scale_down=scale_down,
+              simulate_down=simulate_down),
 ]

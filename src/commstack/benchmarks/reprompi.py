@@ -48,7 +48,15 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from commstack import stats
-from commstack.benchmarks.base import Benchmark, FigureOfMerit, Option, Output, ParseError, capped
+from commstack.benchmarks.base import (
+    Benchmark,
+    FigureOfMerit,
+    Option,
+    Output,
+    ParseError,
+    at_most,
+    capped,
+)
 from commstack.benchmarks.imb import T_AVG_US
 from commstack.benchmarks.text import strip_launcher_prefix
 
@@ -381,8 +389,15 @@ def scale_down(params: Dict[str, Any], ranks: int) -> Dict[str, Any]:
     return out
 
 
+def simulate_down(params: Dict[str, Any]) -> Dict[str, Any]:
+    """A simulated run: 10 calls per size (deterministic)."""
+    out = dict(params)
+    at_most(out, "nrep", 10)
+    return out
+
+
 BENCHMARKS = [
     Benchmark("reprompi", "mpibenchmark", FORMAT, parse_reprompi, OPTIONS,
               fatal_notes=(NOT_IN_EFFECT,), figures=FIGURES, row_keys=ROW_KEYS,
-              scale_down=scale_down)
+              scale_down=scale_down, simulate_down=simulate_down)
 ]

@@ -20,7 +20,7 @@ from commstack.flavours.base import (  # noqa: F401  (the package's interface)
     VersionTool,
 )
 
-_MODULES = ("openmpi", "intelmpi", "mpich", "cray_mpich", "gasnet")
+_MODULES = ("openmpi", "intelmpi", "mpich", "cray_mpich", "gasnet", "smpi")
 
 FLAVOURS: Dict[str, Flavour] = {}
 for _module in _MODULES:
@@ -46,6 +46,11 @@ def env_families() -> Dict[str, Tuple[str, ...]]:
         for prefix in flavour.env_families:
             families.setdefault(prefix, []).append(flavour.name)
     return {prefix: tuple(names) for prefix, names in families.items()}
+
+
+def option_prefixes() -> Dict[str, str]:
+    """Parameter prefix (``smpi``) -> the flavour whose own settings it names."""
+    return {f.option_prefix: f.name for f in FLAVOURS.values() if f.option_prefix}
 
 
 def conduits() -> List[str]:

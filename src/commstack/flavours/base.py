@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 # block: consecutive ranks fill one NUMA domain first; cyclic: round-robin over NUMA domains.
 MAPPINGS = ("block", "cyclic")
@@ -105,6 +105,12 @@ class Flavour:
     conduits: Tuple[str, ...] = ()  # a stack of this flavour must name one (GASNet-EX)
     node_local_conduits: Tuple[str, ...] = ()  # conduits whose processes share one node
     launches_locally = True  # False: only srun starts it (Cray MPICH)
+    # A simulator: its ranks and nodes are a simulated machine's, every launch runs on this
+    # node (``simulate`` makes it), and no number it reports is a measurement.
+    simulated = False
+    # Matrix parameters ``<option_prefix>.<name>`` are this flavour's own settings (SMPI's
+    # ``smpi.allreduce``), given to ``simulate``.
+    option_prefix: Optional[str] = None
     srun_plugin = "pmi2"  # srun --mpi=<plugin> when machine.yaml does not say
     # Whether its placement variables act under srun (read by the library, not by its launcher).
     placement_env_under_srun = True
@@ -182,6 +188,22 @@ class Flavour:
         variable of that family by name; a family without one is not checked by name."""
         tools = {"UCX_": ("ucx_info", "-c", "-a"), "UCC_": ("ucc_info", "-c", "-a")}
         return {prefix: argv for prefix, argv in tools.items() if prefix in self.env_families}
+
+    def simulate(self, launcher: str, req: Request, env: Dict[str, str], options: Dict[str, str],
+                 facts: Dict[str, Any], cpus: Optional[Sequence[int]] = None,
+                 noise: float = 0.0) -> Any:
+        """A simulator's launch of ``req`` on the machine ``facts`` describe (``cpus``: each
+        local rank's CPU by the machine's map of the mapping): (Launch, its RunFiles, what it
+        simulates). Only a ``simulated`` flavour has one."""
+        raise FlavourError(f"{self.label} runs on real nodes; it simulates nothing")
+
+    def check_settings(self, launcher: str, executable: str,
+                       settings: Sequence[Tuple[str, str]],
+                       run: Callable[[List[str]], str]) -> List[Tuple[str, str, str]]:
+        """A simulator's settings against what the installed simulator lists (``run(argv)``
+        runs one of its commands, cached, and returns what it printed): (setting, value, why)
+        for each it does not know."""
+        return []
 
     def local(self, launcher: str, req: Request, placement: Placement,
               env: Dict[str, str]) -> Launch:

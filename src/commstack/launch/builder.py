@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from commstack.benchmarks.registry import Benchmark
-from commstack.flavours import Flavour, FlavourError, Placement, Request, RunFile, ucc_tune
+from commstack.flavours import Flavour, FlavourError, Launch, Placement, Request, RunFile, ucc_tune
 from commstack.launch.allocation import Allocation
 from commstack.launch.stack import ResolvedStack
 from commstack.machine import LaunchFacts, Machine
@@ -50,6 +50,8 @@ class LaunchSpec:
     launcher_cpus: Optional[Tuple[int, ...]] = None
     launcher_span: int = 1  # with launcher_cpus: the cores from its CPU a rank may hold
     allocation: Optional[Allocation] = None
+    # A simulated flavour's launch and what it simulates (flavour.simulate), made here.
+    simulated: Optional[Tuple[Launch, Any]] = None
 
     @property
     def executable(self) -> str:
@@ -67,6 +69,8 @@ def build(point: Point, benchmark: Benchmark, stack: ResolvedStack,
     """The point's launch on this node (no ``allocation``; ``cores``: this node's, 0 to ask) or
     as a step of ``allocation``; LaunchError for a point that cannot run so."""
     flavour = stack.kind
+    if flavour.simulated:
+        return _simulated(point, benchmark, stack, machine)
     if allocation is None:
         request = _local_request(point, stack, cores or available_cores())
     else:
@@ -119,6 +123,51 @@ def build(point: Point, benchmark: Benchmark, stack: ResolvedStack,
                         request.oversubscribed, reports)
     return LaunchSpec(point, stack, flavour, facts, request, placement, env, files, argv,
                       expected, cpus, launcher_cpus, span, allocation)
+
+
+def _simulated(point: Point, benchmark: Benchmark, stack: ResolvedStack,
+               machine: Optional[Machine]) -> LaunchSpec:
+    """A simulator's launch: on this node, whatever the allocation, of the machine the facts
+    describe (its nodes, ranks per node and mapping are the simulated machine's)."""
+    flavour = stack.kind
+    where = f"point {point.id}: stack {stack.name!r}"
+    if machine is None:
+        raise LaunchError(f"{where} is {flavour.label}, which simulates a machine: it needs that "
+                          "machine's facts (site-configs/<machine>/machine.yaml with simulation:)")
+    if stack.stack.launcher_args:
+        raise LaunchError(f"{where}: launcher_args {' '.join(stack.stack.launcher_args)} cannot "
+                          f"run inside a simulation; drop them from the {flavour.label} stack")
+    mapping = point.get("mapping")
+    ranks = int(point.get("ranks_per_node", 2))
+    wanted = point.get("oversubscribe", "auto")
+    over = ranks > machine.cores_per_node
+    if over and wanted is False:
+        raise LaunchError(f"{where}: {ranks} ranks per node on the simulated node's "
+                          f"{machine.cores_per_node} cores needs oversubscription, but "
+                          "oversubscribe is false")
+    request = Request(ranks, int(point.get("nodes", 1)), mapping, over)
+    cpus = None
+    if mapping:
+        try:
+            cpu_map = machine.cpu_map(mapping)
+            cpus = cpu_map.cpus(request.ranks_per_node) if cpu_map else None
+        except CpuMapError as exc:
+            raise LaunchError(f"{where}: mapping.{mapping}.cpu_map: {exc}") from None
+    env = stack.env_delta()
+    env.update(P.point_env(point, benchmark))
+    argv = benchmark.argv(P.benchmark_params(point, benchmark))
+    argv[0] = stack.find(argv[0])
+    try:
+        launch, files, simulation = flavour.simulate(
+            stack.launcher, request, env, P.flavour_options(point, benchmark), machine.facts, cpus,
+            stack.stack.noise)
+    except FlavourError as exc:
+        raise LaunchError(f"{where}: {exc}") from None
+    expected = Expected(mapping, request.ranks_per_node, request.nodes,
+                        reports=(flavour.binding_report,) if flavour.binding_report else (),
+                        node_order="block", hosts=simulation.hosts)
+    return LaunchSpec(point, stack, flavour, LaunchFacts(), request, Placement(), launch.env,
+                      tuple(files), argv, expected, simulated=(launch, simulation))
 
 
 def available_cores() -> int:

@@ -11,7 +11,7 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from commstack.benchmarks.registry import Benchmark
 from commstack.flavours import RunFile, ucc_tune
@@ -35,6 +35,7 @@ class LaunchCommand:
     expected: Optional[Expected] = None  # what placement the run must show (checked after it)
     # Files the launch reads: until placed, their variables hold the bare file name.
     files: Tuple[RunFile, ...] = ()
+    simulation: Any = None  # a simulated launch's description (flavours.smpi.Simulation)
 
     @classmethod
     def of(cls, spec: LaunchSpec, launcher: List[str], env: Dict[str, str],
@@ -43,19 +44,26 @@ class LaunchCommand:
         point's benchmark, with the launch's environment ``env``."""
         return cls([*launcher, *spec.stack.stack.launcher_args, *spec.benchmark_argv], env,
                    spec.stack.prepends(), spec.request.oversubscribed, spec.request.ranks,
-                   spec.executable, expected, spec.files)
+                   spec.executable, expected, spec.files,
+                   spec.simulated[1] if spec.simulated else None)
 
     def placed(self, directory: Path) -> "LaunchCommand":
         """This command for a run in ``directory``: its files written there (never over an
-        existing one) and their variables naming them by absolute path."""
+        existing one), their variables naming them by absolute path, and ``${VARIABLE}`` in its
+        arguments replaced by that path (a launcher that takes the file as an argument)."""
+        simulation = self.simulation
+        argv = list(self.argv)
+        if simulation is not None:  # a simulator's run may draw what is its own (noise)
+            argv, simulation = simulation.place(argv, directory)
         if not self.files:
-            return self
+            return dataclasses.replace(self, argv=argv, simulation=simulation)
         env = dict(self.env)
         for item in self.files:
             path = directory.resolve() / item.name
             write_new(path, item.text.encode())
             env[item.variable] = str(path)
-        return dataclasses.replace(self, env=env)
+            argv = [str(path) if a == "${%s}" % item.variable else a for a in argv]
+        return dataclasses.replace(self, env=env, argv=argv, simulation=simulation)
 
     def notes(self) -> List[str]:
         """What the record says of the files this command launched with, and of a per-size
@@ -76,6 +84,8 @@ class LaunchCommand:
 
 def local(spec: LaunchSpec) -> LaunchCommand:
     """The flavour's launcher for a point on this node."""
+    if spec.simulated:
+        return LaunchCommand.of(spec, spec.simulated[0].argv, spec.simulated[0].env, spec.expected)
     launch = spec.flavour.local(spec.stack.launcher, spec.request, spec.placement, spec.env)
     return LaunchCommand.of(spec, launch.argv, launch.env,
                             dataclasses.replace(spec.expected, cpus=spec.launcher_cpus,

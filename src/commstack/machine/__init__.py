@@ -149,6 +149,8 @@ class Machine:
         facts = {**base.facts, "node_type": name, "node": dict(chosen["node"])}
         if "network" in chosen:
             facts["network"] = dict(chosen["network"])
+            # the machine's simulation: models the default node type's network, not this one's
+            facts.pop("simulation", None)
         facts["scheduler"] = {**base.scheduler, **chosen.get("scheduler", {})}
         if chosen.get("description"):
             facts["description"] = chosen["description"]

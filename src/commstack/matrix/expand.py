@@ -80,9 +80,12 @@ def _check_flavour(matrix: Matrix, values: Dict[str, Any]) -> None:
     for name in values:
         kind = P.classify(name, matrix.benchmark)
         if not P.flavour_honours(kind, stack.flavour):
-            what = f"an {P.MCA_READERS} MCA parameter" if kind.family == "mca" else (
-                f"a {kind.family}* variable, read by {', '.join(P.ENV_FAMILIES[kind.family])}"
-            )
+            if kind.family == "mca":
+                what = f"an {P.MCA_READERS} MCA parameter"
+            elif kind.kind == "option":
+                what = f"a setting of {P.OPTION_PREFIXES[kind.family]} stacks"
+            else:
+                what = f"a {kind.family}* variable, read by {', '.join(P.ENV_FAMILIES[kind.family])}"
             raise MatrixError(
                 f"{matrix.path}: {name}: {what}; stack {stack.name!r} is {stack.flavour} and "
                 "would ignore it (exclude those points or drop the axis)"

@@ -318,6 +318,9 @@ def _stack(path: Path, name: str, spec: Dict[str, Any]) -> Stack:
     if not conduits and conduit is not None:
         raise MatrixError(f"{path}: stacks.{name}.conduit: only {_with_conduits()} stacks have a "
                           f"conduit; this one is {spec['flavour']}")
+    if spec.get("noise") and not flavours.get(spec["flavour"]).simulated:
+        raise MatrixError(f"{path}: stacks.{name}.noise: only a simulated stack takes injected "
+                          f"noise; a {spec['flavour']} stack's runs have their own")
     return Stack(
         name=name,
         flavour=spec["flavour"],
@@ -328,6 +331,7 @@ def _stack(path: Path, name: str, spec: Dict[str, Any]) -> Stack:
         conduit=spec.get("conduit"),
         unresolved=unresolved,
         deviations=tuple(str(d) for d in spec.get("deviations", ())),
+        noise=float(spec.get("noise", 0.0)),
         **fields,
     )
 

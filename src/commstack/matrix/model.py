@@ -50,6 +50,7 @@ class Stack:
     conduit: Optional[str] = None
     unresolved: Optional[str] = None  # why an optional stack cannot be used (unset variable)
     deviations: Tuple[str, ...] = ()  # from the published study's stack (records' notes)
+    noise: float = 0.0  # simulated stacks: log-sd of a per-launch factor on every time
 
     @property
     def root(self) -> Optional[str]:

@@ -5,6 +5,7 @@ Five kinds of parameter exist:
   * benchmark  -- an option of the chosen benchmark (see commstack.benchmarks.registry)
   * env        -- an environment variable: UCX_TLS, I_MPI_FABRICS, FI_PROVIDER, ... or env.ANY_NAME
   * mca        -- an Open MPI MCA parameter: mca.coll_hcoll_enable -> OMPI_MCA_coll_hcoll_enable
+  * option     -- a flavour's own setting: smpi.allreduce -> SimGrid SMPI's --cfg=smpi/allreduce
   * setting    -- the axis of a matrix's named settings (``settings:``, see matrix/settings.py),
                   e.g. component: ucc; the name launches nothing, the parameters it sets do
 """
@@ -33,17 +34,20 @@ MAPPINGS = flavours.MAPPINGS
 FLAVOURS = tuple(flavours.names())
 # Environment-variable families and the flavours whose libraries read them (flavour modules).
 ENV_FAMILIES = flavours.env_families()
-MCA_READERS = " or ".join(f.label for f in flavours.FLAVOURS.values() if f.mca)
+MCA_READERS = " or ".join(f.label for f in flavours.FLAVOURS.values() if f.mca and not f.simulated)
+OPTION_PREFIXES = flavours.option_prefixes()  # "smpi" -> "smpi"
 
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _MCA_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_OPTION_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 
 @dataclass(frozen=True)
 class ParameterKind:
-    kind: str  # core | benchmark | env | mca | setting
+    kind: str  # core | benchmark | env | mca | option | setting
     env_name: Optional[str] = None  # for env and mca
-    family: Optional[str] = None  # env prefix, "mca", or None when any flavour honours it
+    # env prefix, "mca", an option prefix ("smpi"), or None when any flavour honours it
+    family: Optional[str] = None
 
 
 def matrix_name(variable: str) -> str:
@@ -68,6 +72,11 @@ def classify(name: str, benchmark: Benchmark, settings: Optional[Collection[str]
         if not _MCA_NAME.match(mca):
             raise ValueError(f"MCA parameter name {mca!r} is not of the form lower_case_name")
         return ParameterKind("mca", env_name=f"OMPI_MCA_{mca}", family="mca")
+    prefix, dot, option = name.partition(".")
+    if dot and prefix in OPTION_PREFIXES:
+        if not _OPTION_NAME.match(option):
+            raise ValueError(f"{prefix} setting name {option!r} is not of the form lower-case_name")
+        return ParameterKind("option", family=prefix)
     if name.startswith("env."):
         var = name[4:]
         if not _ENV_NAME.match(var):
@@ -81,8 +90,8 @@ def classify(name: str, benchmark: Benchmark, settings: Optional[Collection[str]
     raise ValueError(
         f"unknown parameter; expected one of: {', '.join(CORE)}; an option of "
         f"{benchmark.name} ({', '.join(benchmark.options)}); an environment variable "
-        f"({', '.join(p + '*' for p in ENV_FAMILIES)}, or env.NAME); mca.<name>; or an axis "
-        "declared under `settings:`"
+        f"({', '.join(p + '*' for p in ENV_FAMILIES)}, or env.NAME); mca.<name>; "
+        f"{''.join(p + '.<name>; ' for p in OPTION_PREFIXES)}or an axis declared under `settings:`"
     )
 
 
@@ -91,6 +100,8 @@ def flavour_honours(kind: ParameterKind, flavour: str) -> bool:
         return True
     if kind.family == "mca":
         return flavours.get(flavour).mca
+    if kind.kind == "option":
+        return flavours.get(flavour).option_prefix == kind.family
     return flavour in ENV_FAMILIES[kind.family]
 
 
@@ -102,6 +113,16 @@ def point_env(point: Point, benchmark: Benchmark) -> Dict[str, str]:
         if kind.env_name:
             env[kind.env_name] = "1" if value is True else "0" if value is False else str(value)
     return env
+
+
+def flavour_options(point: Point, benchmark: Benchmark) -> Dict[str, str]:
+    """The point's flavour settings (``smpi.allreduce: rdb`` -> {"allreduce": "rdb"})."""
+    options: Dict[str, str] = {}
+    for name, value in point.params:
+        if classify(name, benchmark).kind == "option":
+            options[name.partition(".")[2]] = ("1" if value is True else "0" if value is False
+                                               else str(value))
+    return options
 
 
 def benchmark_params(point: Point, benchmark: Benchmark) -> Dict[str, object]:

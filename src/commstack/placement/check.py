@@ -53,6 +53,8 @@ def verify(expected: Expected, output: str, topology: Optional[Topology]) -> dic
         wanted = " or ".join(LABELS[n] for n in expected.reports)
         return _done(result, NOT_REPORTED, [f"no {wanted} in the run's output", *said])
     result["source"], result["notes"] = LABELS[name], notes
+    if expected.hosts is not None:
+        return _simulated(result, expected, bindings)
     nodes, limits = _nodes(bindings, topology)
     result["ranks"] = [r for ranks in nodes.values() for r in ranks]
     if not expected.mapping:
@@ -90,6 +92,32 @@ def verify(expected: Expected, output: str, topology: Optional[Topology]) -> dic
                                         f"{within}"])
     domains = len(topology.numa) if topology else 0
     return _done(result, VERIFIED, [f"{expected.mapping} over {domains} NUMA domains"])
+
+
+def _simulated(result: dict, expected: Expected, bindings: List[Binding]) -> dict:
+    """A simulated launch: every rank on the simulated host its host file names (the host file
+    realises the mapping over the simulated nodes' NUMA domains; commstack.flavours.smpi_platform)."""
+    hosts = expected.hosts or ()
+    reported = {b.rank: b.host for b in bindings if b.rank is not None}
+    result["ranks"] = [{"rank": r, "host": h} for r, h in sorted(reported.items())]
+    result["numa_domains"] = len({h for h in hosts})
+    for rank, host in sorted(reported.items()):
+        if rank >= len(hosts):
+            return _done(result, CONTRADICTS, [f"rank {rank} reported; the launch has "
+                                               f"{len(hosts)} ranks"])
+        if host != hosts[rank]:
+            return _done(result, CONTRADICTS, [f"rank {rank} on simulated host {host}; the host "
+                                               f"file puts it on {hosts[rank]}"])
+    if len(reported) < len(hosts):
+        return _done(result, NOT_VERIFIABLE, [f"the rank map names {len(reported)} of "
+                                              f"{len(hosts)} ranks"])
+    nodes = len({h.rsplit("-", 1)[0] for h in hosts})
+    result["checked"] = [f"{expected.ranks_per_node} rank(s) per simulated node, nodes filled "
+                         "in order", "every rank on its host of the host file"]
+    what = f"{expected.mapping} over" if expected.mapping else "no mapping asked; ranks over"
+    return _done(result, VERIFIED, [f"{what} {result['numa_domains']} simulated NUMA domain "
+                                    f"host(s) of {nodes} simulated node(s), as SMPI's rank map "
+                                    "shows"])
 
 
 def record_placement(expected: Optional[Expected], output: str, topology_xml: Path

@@ -19,6 +19,8 @@ class Expected:
     cpus: Optional[Tuple[int, ...]] = None  # the machine's CPU map: each local rank's CPU
     cpus_per_rank: Optional[int] = None  # srun --cpus-per-task: processors each rank may hold
     cpu_span: int = 1  # with ``cpus``: the consecutive cores from its CPU a rank may hold
+    # A simulated launch: each rank's host (a simulated NUMA domain, ``node0-numa1``), in order.
+    hosts: Optional[Tuple[str, ...]] = None
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,8 @@ report does not print (hosts, ranks between those listed, the process count its 
 * hydra (MPICH) ``HYDRA_TOPO_DEBUG=1`` (stdout): ``process 0 binding: 1000`` (a character per
   OS processor; the index counts the processes of one node). Older hydra printed ``1 0 0 0 ``
   and did not bind at all in that mode.
+* SimGrid SMPI ``smpirun -map`` (stderr): ``[0.000000] [smpi/INFO] [rank 0] -> node0-numa0``,
+  each simulated rank's host (a simulated NUMA domain of commstack's platforms).
 * Slurm ``srun --cpu-bind=verbose`` (stderr): ``cpu-bind=MASK - n1, task  2  0 [14943]: mask
   0x1 set`` (task = global rank, then the rank on its node); older Slurm ``cpu_bind=``;
   ``cpu-bind=NONE - ...: mask 0x0`` for an unbound task.
@@ -283,14 +285,29 @@ def slurm(text: str) -> Parsed:
     return [bindings[r] for r in sorted(bindings)], notes
 
 
+# --- SimGrid SMPI ----------------------------------------------------------------------------
+_SMPI = re.compile(r"\[rank (?P<rank>\d+)\] -> (?P<host>[^\s\]]+)")
+
+
+def smpi(text: str) -> Parsed:
+    """smpirun -map's ``[rank 0] -> node0-numa1`` lines (stderr, after SimGrid's log prefix):
+    each simulated rank's host; a simulated process is bound to nothing."""
+    bindings: Dict[int, Binding] = {}
+    for m in _SMPI.finditer(text):
+        rank = _rank(m, "rank", text)
+        bindings[rank] = Binding(rank, host=m["host"])
+    return [bindings[r] for r in sorted(bindings)], []
+
+
 PARSERS: Dict[str, Callable[[str], Parsed]] = {
-    "openmpi": openmpi, "intelmpi": intelmpi, "hydra": hydra, "slurm": slurm,
+    "openmpi": openmpi, "intelmpi": intelmpi, "hydra": hydra, "slurm": slurm, "smpi": smpi,
 }
 LABELS = {
     "openmpi": "Open MPI --report-bindings",
     "intelmpi": "Intel MPI pin table (I_MPI_DEBUG=4)",
     "hydra": "hydra binding report (HYDRA_TOPO_DEBUG=1)",
     "slurm": "srun --cpu-bind=verbose",
+    "smpi": "SimGrid SMPI's rank map (smpirun -map)",
 }
 
 # How each parser's processor numbers are to be read (Binding says which field holds them).

@@ -130,6 +130,14 @@ class Preflight:
             if key not in self._verdicts:
                 self._verdicts[key] = check_variables(self.capabilities(stack), requested, allow)
             found = self._verdicts[key]
+            simulation = prepared.command.simulation
+            if simulation is not None:
+                key = (_stack_key(stack), prepared.command.executable, simulation.settings)
+                if key not in self._verdicts:
+                    self._verdicts[key] = check_simulated(self.capabilities(stack),
+                                                          prepared.command.executable,
+                                                          simulation.settings)
+                found = _joined(found, self._verdicts[key])
             for problem in found.problems:
                 verdict.problems.setdefault(problem, []).append(prepared.point.id)
             if found.unchecked:
@@ -187,6 +195,24 @@ def check_variables(caps: StackCapabilities, requested: Dict[str, str],
             out.problems.append(Problem(name_of_stack, name, value, finding.reason,
                                         finding.overridable))
     return out
+
+
+def check_simulated(caps: StackCapabilities, executable: str,
+                    settings: Tuple[Tuple[str, str], ...]) -> StackVerdict:
+    """A simulator's settings (SMPI's --cfg) against what the installed simulator lists."""
+    env = caps.listing_env()
+
+    def run(argv: List[str]) -> str:
+        return caps.tools.run(argv[0], argv[1:], env).text
+
+    found = caps.flavour.check_settings(caps.stack.launcher, executable, settings, run)
+    return StackVerdict([Problem(caps.stack.name, key.replace("smpi/", "smpi.", 1), value, why, False)
+                         for key, value, why in found])
+
+
+def _joined(a: StackVerdict, b: StackVerdict) -> StackVerdict:
+    return StackVerdict(a.problems + b.problems, {**a.unchecked, **b.unchecked},
+                        a.warnings + [w for w in b.warnings if w not in a.warnings])
 
 
 def _unchecked(out: StackVerdict, stack: str, name: str, why: str) -> None:

@@ -163,6 +163,9 @@ class Record:
     order: Optional[Dict[str, Any]] = None
     # Adaptive repeats: why the point takes no more repeats after this one (commstack.adaptive).
     repeats_stopped: Optional[str] = None
+    # Simulated, not measured: the simulator, the machine and platform it modelled, its
+    # settings (a simulated flavour's launch, e.g. SimGrid SMPI); None: a run on real nodes.
+    simulation: Optional[Dict[str, Any]] = None
     schema: int = SCHEMA_VERSION
 
     @property
@@ -178,6 +181,10 @@ class Record:
     @property
     def flavour(self) -> Optional[str]:
         return self.stack_info.flavour
+
+    @property
+    def simulated(self) -> bool:
+        return self.simulation is not None
 
     def to_dict(self) -> Dict[str, Any]:
         """Every field, rows as lists of objects (what readers and the JSON Schema see)."""
