@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 # Columns of a summary row that are not parameters of the point.
 SUMMARY_FIELDS = ("point_id", "metric", "lower_is_better", "n", "trimmed_mean", "median", "ci_low",
                   "ci_high", "min", "max", "quantum", "oversubscribed", "job_ranks", "subrun",
-                  "samples")
+                  "samples", "simulated")
 
 
 @dataclass

@@ -5,6 +5,11 @@ A campaign's date is the start of its last session (``sessions/<UTC stamp>-<host
 by ``commstack run`` when it starts); "the same matrix" is the same matrix text (the
 ``matrix_sha256`` the sweep writes into each session's provenance.json). Imported campaigns have
 no session and are never chosen by date; name one with ``--baseline``.
+
+A baseline is of its campaign's own kind (``commstack.simulated``): a simulated campaign is never
+the baseline of a measured one, nor a measured one of a simulated one, nor one simulated on
+another platform. ``last_before`` skips such campaigns (and lists them, so the caller says so);
+``check_kind`` refuses a named one.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from calendar import timegm
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from commstack import simulated as sim
 from commstack.errors import CampaignError
 from commstack.figures import Figure, load_figures
 from commstack.store.results import campaigns
@@ -50,10 +56,25 @@ def matrix_digest(root: Path) -> Optional[str]:
     return None
 
 
+def check_kind(chosen: Path, like: Path) -> None:
+    """CampaignError unless ``chosen`` may be ``like``'s baseline: both measured, or both
+    simulated on the same platforms."""
+    a, b = sim.kind_of_campaign(chosen), sim.kind_of_campaign(like)
+    if not sim.same_kind(a, b):
+        raise CampaignError(f"{chosen} is {a.describe()} and {like} is {b.describe()}: a "
+                            "campaign is never the baseline of one of another kind (simulated "
+                            "against measured, or another platform); to check the simulation "
+                            f"against the measurement say so: commstack compare {chosen} {like} "
+                            "--simulated-vs-measured")
+
+
 def last_before(search: Sequence[Path], like: Path, count: int,
-                before: Optional[float] = None) -> List[Path]:
-    """The last ``count`` campaigns under ``search`` that ran ``like``'s matrix and whose date
-    is before ``before`` (default: ``like``'s own date), oldest first."""
+                before: Optional[float] = None,
+                skipped: Optional[List[str]] = None) -> List[Path]:
+    """The last ``count`` campaigns under ``search`` that ran ``like``'s matrix, are of its
+    kind (simulated on the same platforms, or measured) and whose date is before ``before``
+    (default: ``like``'s own date), oldest first. Each campaign of the matrix and dates skipped
+    for its kind is described in ``skipped`` (when given)."""
     if count < 1:
         raise CampaignError(f"--baseline-last {count}: expected 1 or more campaigns")
     digest = matrix_digest(like)
@@ -62,16 +83,36 @@ def last_before(search: Sequence[Path], like: Path, count: int,
                             "name the baseline with --baseline CAMPAIGN")
     limit = before if before is not None else campaign_date(like)
     dated: List[Tuple[float, Path]] = []
+    other: List[Tuple[float, Path, sim.Kind]] = []
+    mine: Optional[sim.Kind] = None
     for root in campaigns(search):
         if root.resolve() == Path(like).resolve() or matrix_digest(root) != digest:
             continue
         when = campaign_date(root)
         if when is not None and limit is not None and when < limit:
-            dated.append((when, root))
+            mine = mine or sim.kind_of_campaign(like)
+            found = sim.kind_of_campaign(root)
+            if sim.same_kind(found, mine):
+                dated.append((when, root))
+            else:
+                other.append((when, root, found))
+    if skipped is not None and other:
+        skipped += [f"{root} ({shown(when)}) is {found.describe()}, {Path(like).name} is "
+                    f"{mine.describe() if mine else '?'}: skipped (a baseline is of the "
+                    "campaign's own kind)" for when, root, found in sorted(other)]
     if not dated:
         raise CampaignError(f"no campaign of {like}'s matrix ran before the date under "
-                            + ", ".join(map(str, search)))
+                            + ", ".join(map(str, search))
+                            + (f" but {len(other)} of another kind (simulated against measured"
+                               ", or another platform), never a baseline: "
+                               + ", ".join(str(r) for _, r, _ in sorted(other)) if other else ""))
     return [root for _, root in sorted(dated)[-count:]]
+
+
+def shown(when: Optional[float]) -> str:
+    from commstack.history import shown_date
+
+    return shown_date(when)
 
 
 def pooled_figures(roots: Sequence[Path], metric: Optional[str] = None) -> List[Figure]:
@@ -83,7 +124,7 @@ def pooled_figures(roots: Sequence[Path], metric: Optional[str] = None) -> List[
                    json.dumps(fig.row, sort_keys=True, default=str), fig.metric)
             if key not in pooled:
                 pooled[key] = Figure(dict(fig.params), dict(fig.row), fig.metric,
-                                     fig.lower_is_better)
+                                     fig.lower_is_better, simulation=fig.simulation)
             pooled[key].samples += fig.samples
             pooled[key].repeats += fig.repeats
     return list(pooled.values())

@@ -29,6 +29,16 @@ alpha / 2), so an identical rerun fails with probability at most alpha (5 %); do
 ("Verdicts: false alarms and power") gives the false-alarm rate and the power measured by
 ``bench/verdicts.py``.
 
+Simulated campaigns (``commstack.simulated``): a figure whose runs were simulated (SimGrid SMPI)
+is never set against a measured one, nor against one simulated on another platform, unless the
+caller asks for it (``simulated_vs_measured``; ``commstack compare --simulated-vs-measured``):
+otherwise :class:`SimulationMismatch` says which side is which. A comparison with a simulated
+side starts with one sentence saying which side is simulated (simulator, platform) and which
+measured (:func:`commstack.simulated.comparison_sentence`), and each verdict of a simulated
+figure against a measured one reads ``B slower``/``B faster`` with the sides' kinds, never
+``regression``/``improvement``: a simulation's difference from a machine is the model's error as
+much as any change.
+
 Reference values (``references/<machine>.yaml``)::
 
     machine: betzy
@@ -53,6 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from commstack import simulated as sim
 from commstack import stats
 from commstack.aggregate import print_quantum
 from commstack.errors import CampaignError
@@ -79,6 +90,12 @@ class Match:
     verdict: str = SAME  # set by judge(): regression, improvement, same, untested
     shift: Optional[stats.Shift] = None
     p_adjusted: float = 1.0
+
+    @property
+    def crossed(self) -> bool:
+        """A and B are of different kinds: one simulated and one measured, or simulated on two
+        platforms."""
+        return self.a.simulated != self.b.simulated
 
     def measure(self) -> stats.Shift:
         if self.shift is None:
@@ -128,6 +145,13 @@ class Comparison:
     method: str = "bh"
     notes: List[str] = field(default_factory=list)
     _broad: Optional[stats.Shift] = field(default=None, repr=False, compare=False)
+    kind_a: sim.Kind = sim.MEASURED  # simulated (on which platforms) or measured
+    kind_b: sim.Kind = sim.MEASURED
+
+    @property
+    def crossed(self) -> bool:
+        """Some figure is set against one of another kind (simulated against measured)."""
+        return any(m.crossed for m in self.matches)
 
     @property
     def median_slowdown(self) -> float:
@@ -188,9 +212,37 @@ def select_figures(figs: List[Figure], where: Dict[str, str]) -> List[Figure]:
     return [f for f in figs if keep(f)]
 
 
+class SimulationMismatch(CampaignError):
+    """A simulated figure would be set against a measured one (or one simulated on another
+    platform) without the caller asking for it."""
+
+    def __init__(self, kind_a: sim.Kind, kind_b: sim.Kind, name_a: str = "A", name_b: str = "B"):
+        super().__init__(mismatch_text(kind_a, kind_b, name_a, name_b))
+        self.kind_a, self.kind_b = kind_a, kind_b
+
+    def named(self, name_a: str, name_b: str) -> "SimulationMismatch":
+        """The same error with the sides named."""
+        return SimulationMismatch(self.kind_a, self.kind_b, name_a, name_b)
+
+
+def kind(figs: Sequence[Figure]) -> sim.Kind:
+    """Whether the figures are simulated (on which platforms) or measured."""
+    return sim.kind_of(f.simulation for f in figs)
+
+
+def mismatch_text(kind_a: sim.Kind, kind_b: sim.Kind, name_a: str = "A", name_b: str = "B") -> str:
+    return (f"{name_a} is {kind_a.describe()} and {name_b} is {kind_b.describe()}: a simulated "
+            "campaign is compared with a measured one (or one simulated on another platform) "
+            "only when asked, as a check of the simulation, never as a baseline; give "
+            "--simulated-vs-measured to compare them")
+
+
 def compare(a: List[Figure], b: List[Figure], threshold: float = DEFAULT_THRESHOLD,
             ignore: Sequence[str] = (), where: Optional[Dict[str, str]] = None,
-            alpha: float = stats.ALPHA, method: str = "bh") -> Comparison:
+            alpha: float = stats.ALPHA, method: str = "bh",
+            simulated_vs_measured: bool = False) -> Comparison:
+    """``simulated_vs_measured``: match simulated figures with measured ones (or with ones
+    simulated on another platform); without it such a match raises :class:`SimulationMismatch`."""
     a, b = select_figures(a, where or {}), select_figures(b, where or {})
     names_a = set().union(*(f.params for f in a)) if a else set()
     names_b = set().union(*(f.params for f in b)) if b else set()
@@ -217,8 +269,11 @@ def compare(a: List[Figure], b: List[Figure], threshold: float = DEFAULT_THRESHO
             ambiguous += len(fa) + len(fb)
     only_a = [f for k, fs in index_a.items() if k not in index_b for f in fs]
     only_b = [f for k, fs in index_b.items() if k not in index_a for f in fs]
+    if not simulated_vs_measured and any(m.crossed for m in matches):
+        raise SimulationMismatch(kind(a), kind(b))
     judge(matches, alpha / 2, method)
-    return Comparison(matches, only_a, only_b, ambiguous, keys, threshold, alpha, method)
+    return Comparison(matches, only_a, only_b, ambiguous, keys, threshold, alpha, method,
+                      kind_a=kind(a), kind_b=kind(b))
 
 
 def _broad(cmp: Comparison) -> str:
@@ -258,24 +313,72 @@ def _few(cmp: Comparison) -> str:
             "across many figures (repeat more, or compare fewer figures with --where)")
 
 
-def comparison_markdown(cmp: Comparison, name_a: str, name_b: str, limit: int = 200) -> str:
+def sentence(cmp: Comparison, name_a: str, name_b: str) -> Optional[str]:
+    """The comparison's first sentence when a side is simulated (None: both measured)."""
+    return sim.comparison_sentence(cmp.kind_a, cmp.kind_b, name_a, name_b)
+
+
+def _side(m: Match, side: str) -> str:
+    mine, other = (m.a, m.b) if side == "A" else (m.b, m.a)
+    if mine.simulated is None:
+        return f"{side} measured"
+    if other.simulated is None:
+        return f"{side} {sim.WORD}"
+    return f"{side} {sim.WORD} on {mine.simulated}"
+
+
+def verdict_label(m: Match) -> str:
+    """The verdict as a table shows it: a simulated figure against a measured one is never a
+    regression or an improvement, only B slower or faster than A, the sides named."""
+    if not m.crossed:
+        return m.verdict
+    word = {REGRESSION: "B slower", IMPROVEMENT: "B faster"}.get(m.verdict, m.verdict)
+    return f"{word} ({_side(m, 'B')} vs {_side(m, 'A')})"
+
+
+def _point(m: Match, label_keys: Sequence[str], marked: bool) -> str:
+    """The point's name; with a simulated side anywhere, its kind after it when both sides
+    are of one kind (the verdict of a simulated against a measured one names both)."""
+    text = m.a.describe(label_keys)
+    if not marked:
+        return text
+    kinds = {f.simulated for f in (m.a, m.b)}
+    if kinds == {None}:
+        return f"{text} (measured)"
+    if len(kinds) == 1:
+        return sim.marked(text, True)
+    return text  # its verdict names each side's kind
+
+
+def comparison_markdown(cmp: Comparison, name_a: str, name_b: str, limit: int = 200,
+                        with_sentence: bool = True) -> str:
+    """The comparison as Markdown; with a simulated side, its sentence (:func:`sentence`) is
+    the first line unless ``with_sentence`` is False (the caller prints it first itself)."""
     figs = [m.a for m in cmp.matches]
     label_keys = varying(figs) or cmp.keys
-    lines = [f"# {name_b} vs {name_a}", "",
-             f"- matched on: {', '.join(cmp.keys) or '(result rows only)'}",
-             f"- matched figures: {len(cmp.matches)}; only in A: {len(cmp.only_a)}; only in B: "
-             f"{len(cmp.only_b)}; ambiguous (several points per key; use --where/--ignore): "
-             f"{cmp.ambiguous}",
-             f"- threshold: {cmp.threshold:.0%}; alpha: {cmp.alpha:g} (half for the figures, "
-             f"{'Benjamini-Hochberg' if cmp.method == 'bh' else 'Holm'} over "
-             f"{sum(m.measure().testable for m in cmp.matches)} tested figures; half for the "
-             "campaign as a whole)",
-             f"- campaign as a whole: median slowdown B vs A over the figures "
-             f"{cmp.median_slowdown:.3f}{' (broad slowdown)' if cmp.broad_slowdown else ''}; "
-             f"{_broad(cmp)}",
-             f"- regressions: {len(cmp.regressions)}; improvements: {cmp.count(IMPROVEMENT)}; "
-             f"same: {cmp.count(SAME)}; untested: {cmp.count(UNTESTED)}",
-             f"- verdict: **{'FAIL' if cmp.failed else 'PASS'}**"]
+    first = sentence(cmp, name_a, name_b)
+    marked = first is not None
+    crossed = cmp.crossed
+    lines = ([f"**{first}**", ""] if first and with_sentence else [])
+    lines += [f"# {name_b} vs {name_a}", "",
+              f"- matched on: {', '.join(cmp.keys) or '(result rows only)'}",
+              f"- matched figures: {len(cmp.matches)}; only in A: {len(cmp.only_a)}; only in B: "
+              f"{len(cmp.only_b)}; ambiguous (several points per key; use --where/--ignore): "
+              f"{cmp.ambiguous}",
+              f"- threshold: {cmp.threshold:.0%}; alpha: {cmp.alpha:g} (half for the figures, "
+              f"{'Benjamini-Hochberg' if cmp.method == 'bh' else 'Holm'} over "
+              f"{sum(m.measure().testable for m in cmp.matches)} tested figures; half for the "
+              "campaign as a whole)",
+              f"- campaign as a whole: median slowdown B vs A over the figures "
+              f"{cmp.median_slowdown:.3f}{' (broad slowdown)' if cmp.broad_slowdown else ''}; "
+              f"{_broad(cmp)}",
+              (f"- B slower: {len(cmp.regressions)}; B faster: {cmp.count(IMPROVEMENT)}; "
+               f"same: {cmp.count(SAME)}; untested: {cmp.count(UNTESTED)} (simulated against "
+               "measured: no regression or improvement of a machine)" if crossed else
+               f"- regressions: {len(cmp.regressions)}; improvements: {cmp.count(IMPROVEMENT)}; "
+               f"same: {cmp.count(SAME)}; untested: {cmp.count(UNTESTED)}"),
+              f"- verdict: **{'FAIL' if cmp.failed else 'PASS'}**"
+              + (f" (A: {cmp.kind_a.short()}; B: {cmp.kind_b.short()})" if marked else "")]
     few = _few(cmp)
     lines += ([few] if few else []) + [""]
     lines += ["How to read: A and B are medians over the repeats with their distribution-free 95 % "
@@ -284,22 +387,28 @@ def comparison_markdown(cmp: Comparison, name_a: str, name_b: str, limit: int = 
               f"p-value after correction. Verdicts: {stats.rule_text(cmp.threshold, cmp.alpha / 2, cmp.method)}"
               " (regression/improvement); untested: beyond the threshold with a single value on a "
               "side; same: otherwise. The comparison fails on any regression, or on a broad "
-              "slowdown (the campaign's passes slower as a whole, see above).", ""]
+              "slowdown (the campaign's passes slower as a whole, see above)."
+              + (" A simulated figure against a measured one (or one simulated on another "
+                 "platform) reads B slower or B faster instead of regression or improvement, "
+                 "with each side's kind: the difference is the simulation's error as much as "
+                 "any change." if crossed else ""), ""]
     rank = {REGRESSION: 0, UNTESTED: 1, IMPROVEMENT: 2, SAME: 3}
     ordered = sorted(cmp.matches, key=lambda m: (rank[m.verdict], m.p_adjusted, -abs(math.log(
         m.slowdown)) if 0 < m.slowdown < math.inf else 0, m.a.describe(label_keys)))
     rows = []
     for m in ordered[:limit]:
         s = m.measure()
-        rows.append([m.a.describe(label_keys), m.a.metric,
+        rows.append([_point(m, label_keys, marked), m.a.metric,
                      _value(m.a.samples, m.a.lower_is_better),
                      _value(m.b.samples, m.b.lower_is_better),
                      f"{s.ratio:.3f} [{s.low:.3f}, {s.high:.3f}]" if s.testable else f"{s.ratio:.3f}",
-                     f"{m.p_adjusted:.2g}" if s.testable else "–", m.verdict])
+                     f"{m.p_adjusted:.2g}" if s.testable else "–", verdict_label(m)])
     if len(ordered) > limit:
         rows.append([f"... {len(ordered) - limit} more (all within the shown verdicts' order)"])
-    lines += table(["point", "metric", "A", "B", "slowdown", "p (corrected)", "verdict"],
-                   rows, align="llrrrrl")
+    heads = ["point", "metric", "A", "B", "slowdown", "p (corrected)", "verdict"]
+    if marked:
+        heads[2:4] = [f"A ({cmp.kind_a.short()})", f"B ({cmp.kind_b.short()})"]
+    lines += table(heads, rows, align="llrrrrl")
     return "\n".join(lines) + "\n"
 
 
@@ -338,6 +447,16 @@ class Check:
         return "ok" if lo <= self.measured <= hi else "out of bounds"
 
 
+def references_simulated(path: Path) -> Optional[str]:
+    """The platform a references YAML's values were simulated on (its ``simulated`` key,
+    written by :func:`write_references` from a simulated campaign); None: measured values."""
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    value = data.get("simulated") if isinstance(data, dict) else None
+    return str(value) if value else None
+
+
 def load_references(path: Path) -> Tuple[str, List[Reference]]:
     import yaml
 
@@ -371,9 +490,13 @@ def check_references(records: List[Record], refs: List[Reference]) -> List[Check
     return checks
 
 
-def references_markdown(checks: List[Check], source: str) -> str:
+def references_markdown(checks: List[Check], source: str, first: Optional[str] = None,
+                        checked: sim.Kind = sim.MEASURED) -> str:
+    """``first``: the sentence saying which side is simulated (first line); ``checked``: the
+    kind of the campaign checked (its column says ``simulated`` when it is)."""
     bad = [c for c in checks if c.status == "out of bounds"]
-    lines = [f"# Reference check against {source}", "",
+    lines = [f"**{first}**", ""] if first else []
+    lines += [f"# Reference check against {source}", "",
              f"- checked: {sum(c.measured is not None for c in checks)}, out of bounds: "
              f"{len(bad)}, not measured: {sum(c.measured is None for c in checks)}",
              f"- verdict: **{'FAIL' if bad else 'PASS'}**", ""]
@@ -383,7 +506,8 @@ def references_markdown(checks: List[Check], source: str) -> str:
         rows.append([c.reference.describe(), c.reference.metric, f"{c.reference.value:.5g}",
                      f"{lo:.5g}..{hi:.5g}", "" if c.measured is None else f"{c.measured:.5g}",
                      c.n, c.status])
-    lines += table(["reference", "metric", "value", "bounds", "measured", "n", "status"], rows,
+    what = f"{sim.WORD} ({', '.join(checked.platforms)})" if checked.simulated else "measured"
+    lines += table(["reference", "metric", "value", "bounds", what, "n", "status"], rows,
                    align="llrlrrl")
     return "\n".join(lines) + "\n"
 
@@ -392,7 +516,9 @@ def write_references(figs: List[Figure], machine: str, tolerance: float,
                      keys: Sequence[str] = (), ignore: Sequence[str] = (),
                      source: str = "") -> str:
     """A references YAML from a campaign's figures: each matches on all of its parameters and
-    result-row fields except ``ignore``, ``keys`` (say, those of a ``--where``) first."""
+    result-row fields except ``ignore``, ``keys`` (say, those of a ``--where``) first. Values
+    of simulated figures say so (``simulated: <platform>``, and in the header): checking a
+    measured campaign against them needs ``--simulated-vs-measured``."""
     import yaml
 
     entries = []
@@ -406,4 +532,12 @@ def write_references(figs: List[Figure], machine: str, tolerance: float,
               "lie in\n# value*(1+lower) .. value*(1+upper); null bounds are open.\n"
               + (f"# Written by `commstack compare --write-reference` from {source}.\n"
                  if source else ""))
-    return header + yaml.safe_dump({"machine": machine, "references": entries}, sort_keys=False)
+    found = kind(figs)
+    data: Dict[str, Any] = {"machine": machine}
+    if found.simulated:
+        header += (f"# SIMULATED, NOT MEASURED: these values are {found.describe()}; they are "
+                   "no reference for a measured\n# campaign (checking one needs "
+                   "--simulated-vs-measured).\n")
+        data["simulated"] = " and ".join(found.platforms)
+    data["references"] = entries
+    return header + yaml.safe_dump(data, sort_keys=False)

@@ -6,6 +6,10 @@ Campaigns are chained by the matrix they ran (``baseline.matrix_digest``) and or
 date (``baseline.campaign_date``); imported campaigns have neither and take no part. Every
 comparison is :func:`commstack.compare.compare` with its defaults (5 % threshold, alpha 0.05):
 the same verdicts as ``commstack compare BEFORE AFTER``.
+
+A chain holds campaigns of one kind (``commstack.simulated``): a simulated campaign is compared
+only with the simulated one before it (same platform), a measured one only with a measured one;
+each row says which (``simulated``: the platforms, empty when measured).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
 from commstack import baseline, compare
+from commstack import simulated as sim
 from commstack.figures import load_figures, varying
 from commstack.store.results import campaigns
 
@@ -22,15 +27,23 @@ SHOWN_REGRESSIONS = 5  # per comparison, the strongest
 
 
 def chains(search: Sequence[Path]) -> List[List[Tuple[float, Path]]]:
-    """The dated campaigns under ``search`` as (date, campaign), grouped by matrix, oldest
-    first, groups of two or more only."""
+    """The dated campaigns under ``search`` as (date, campaign), grouped by matrix and kind
+    (simulated on which platforms, or measured: never one kind after another), oldest first,
+    groups of two or more only."""
     by_matrix: Dict[str, List[Tuple[float, str, Path]]] = {}
     for root in campaigns(search):
         digest, when = baseline.matrix_digest(root), baseline.campaign_date(root)
         if digest is not None and when is not None:
             by_matrix.setdefault(digest, []).append((when, str(root), root))
+    groups: Dict[Tuple[str, Tuple[str, ...], bool], List[Tuple[float, str, Path]]] = {}
+    for digest, runs in by_matrix.items():
+        if len(runs) < 2:
+            continue
+        for run in runs:
+            kind = sim.kind_of_campaign(run[2])
+            groups.setdefault((digest, kind.platforms, kind.measured), []).append(run)
     return [[(when, root) for when, _, root in sorted(runs)]
-            for runs in by_matrix.values() if len(runs) > 1]
+            for runs in groups.values() if len(runs) > 1]
 
 
 def _name(root: Path) -> str:
@@ -40,6 +53,7 @@ def _name(root: Path) -> str:
 def _row(before: Path, after: Path, date: float) -> Dict[str, Any]:
     cmp = compare.compare(load_figures(before), load_figures(after))
     broad = cmp.broad
+    kind = cmp.kind_b
     worst = sorted(cmp.regressions, key=lambda m: -m.slowdown)[:SHOWN_REGRESSIONS]
     labels = varying([m.a for m in cmp.matches]) or cmp.keys
     return {"machine": after.parent.name, "campaign": _name(after), "baseline": _name(before),
@@ -50,6 +64,7 @@ def _row(before: Path, after: Path, date: float) -> Dict[str, Any]:
             "broad_p": broad.p if broad.testable else None,
             "broad_slowdown": cmp.broad_slowdown,
             "verdict": "FAIL" if cmp.failed else "PASS",
+            "simulated": kind.short() if kind.simulated else None,
             "worst": "; ".join(f"{m.a.describe(labels)} {m.a.metric} "
                                f"x{m.slowdown:.3f}" for m in worst)}
 

@@ -12,6 +12,11 @@ What it shows, per machine, stack and benchmark (filters at the top):
     (``commstack.compare_previous``), with ``commstack compare``'s verdict.
 
 The numbers are those of ``commstack history`` over the same store (one summary for both).
+
+Simulated, not measured (``commstack.simulated``): a curve of simulated runs is drawn dotted with
+square markers, its legend entry and label saying "simulated on <platform>"; the campaigns table
+names each campaign's simulated platforms, and compare results say when the campaigns compared
+were simulated (a chain never sets a simulated campaign against a measured one).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any, Dict, List, Sequence
 
 from commstack.history import ROW_COLUMNS, Series, history
 from commstack.optional import require
+from commstack.simulated import WORD
 
 PLOTLY = ("plotly", "dashboard", "commstack dashboard")
 MAX_FAILED = 500  # failed runs listed (all are counted)
@@ -34,7 +40,11 @@ _CAMPAIGNS = """
                                      OR coalesce(placement = 'contradicts', false)
                                THEN (point_id, repeat, attempt) END) AS unclean,
            min(start) AS first, max(start) AS last, bool_or(imported) AS imported,
-           min(mpi_version) AS mpi_version
+           min(mpi_version) AS mpi_version,
+           CASE WHEN count(simulated) = 0 THEN NULL
+                ELSE 'simulated on ' || string_agg(DISTINCT simulated, ' and ' ORDER BY simulated)
+                     || CASE WHEN bool_or(simulated IS NULL AND NOT imported)
+                             THEN ' and measured' ELSE '' END END AS simulated
     FROM results GROUP BY campaign, machine ORDER BY machine, first NULLS LAST, campaign
 """
 _FAILED = f"""
@@ -56,9 +66,12 @@ def collect(con) -> Dict[str, Any]:
         label = " ".join(f"{k}={params[k]}" for k in sorted(params)) or "-"
         base = {c: s.key.get(c) for c in ("machine", "stack", "benchmark", "test", "np", "mode",
                                            "metric")}
-        base.update(label=label, unit=s.unit, lower_is_better=s.lower_is_better)
+        base.update(label=label, unit=s.unit, lower_is_better=s.lower_is_better,
+                    simulated=s.simulated)
         if s.key.get("row_key"):
             base["label"] = f"{label} {s.key['row_key']}"
+        if s.simulated:  # said wherever the curve is named
+            base["label"] += f" ({WORD} on {s.simulated})"
         histories.append(dict(base, bytes=s.key.get("bytes"), points=[
             dict(campaign=e.campaign, date=_iso(e.date), **_center(e), change=e.change,
                  unclean=e.unclean) for e in s.entries]))
@@ -151,7 +164,9 @@ td, th {{ border: 1px solid #ccc; padding: 2px 6px; text-align: left; }}
 <h1>{title}</h1>
 <p class="note">Each value is the median of a campaign's repeats with its 95 % interval
 (distribution-free; none below 6 repeats). Hollow markers: a run was unclean (oversubscribed,
-or its placement contradicted the mapping asked for). Generated <span id="generated"></span>.</p>
+or its placement contradicted the mapping asked for). Dotted lines with square markers: simulated,
+not measured (a simulator's numbers, named "simulated on" their platform).
+Generated <span id="generated"></span>.</p>
 <div id="filters">
  <label>machine <select id="f-machine"></select></label>
  <label>stack <select id="f-stack"></select></label>
@@ -198,10 +213,16 @@ function errorBars(points) {
           array: points.map(p => p.high === null ? 0 : p.high - p.median),
           arrayminus: points.map(p => p.low === null ? 0 : p.median - p.low)};
 }
-function markers(points) {
-  return {size: 7, symbol: points.map(p => p.unclean ? 'circle-open' : 'circle')};
+function markers(points, simulated) {
+  const shape = simulated ? 'square' : 'circle';
+  return {size: 7, symbol: points.map(p => p.unclean ? shape + '-open' : shape)};
 }
+function line(c) { return c.simulated ? {dash: 'dot'} : {dash: 'solid'}; }
 function short(text) { return text.length > 90 ? text.slice(0, 87) + '...' : text; }
+// A simulated curve's name starts with its platform: never cut off by short().
+function named(c, parts) {
+  return (c.simulated ? 'simulated on ' + c.simulated + ' | ' : '') + short(parts.join(' | '));
+}
 function drawSizes() {
   const curves = DATA.curves.filter(chosen);
   const shown = curves.slice(0, MAX_TRACES);
@@ -210,9 +231,9 @@ function drawSizes() {
   const traces = shown.map(c => ({
     x: sized ? c.points.map(p => p.bytes === null ? 0 : p.bytes) : [short(c.label)],
     y: c.points.map(p => p.median),
-    error_y: errorBars(c.points), marker: markers(c.points),
+    error_y: errorBars(c.points), marker: markers(c.points, c.simulated), line: line(c),
     mode: sized ? 'lines+markers' : 'markers',
-    name: short([c.machine, c.stack, c.campaign, c.label].join(' | ')),
+    name: named(c, [c.machine, c.stack, c.campaign, c.label]),
     hovertemplate: '%{x}: %{y} ' + (c.unit || '') + '<extra>' + c.campaign + '</extra>'}));
   const unit = curves.length ? (curves[0].metric + ' [' + (curves[0].unit || '') + ']') : '';
   Plotly.react('plot-sizes', traces, {
@@ -231,8 +252,8 @@ function drawHistory() {
   for (const h of shown) {
     const pts = h.points.filter(p => p.date !== null);
     traces.push({x: pts.map(p => p.date), y: pts.map(p => p.median), error_y: errorBars(pts),
-                 marker: markers(pts), mode: 'lines+markers',
-                 name: short([h.machine, h.stack, h.label].join(' | ')),
+                 marker: markers(pts, h.simulated), line: line(h), mode: 'lines+markers',
+                 name: named(h, [h.machine, h.stack, h.label]),
                  text: pts.map(p => p.campaign + (p.change ? ' (stack change: ' + p.change + ')' : '')),
                  hovertemplate: '%{x}: %{y}<extra>%{text}</extra>'});
     for (const p of pts.filter(p => p.change)) {
@@ -287,11 +308,12 @@ function draw() {
     (st > s || ht > h ? ' (at most ' + MAX_TRACES + ' each: narrow the filters)' : '');
   const campaigns = DATA.campaigns.filter(c => val('f-machine') === ALL || c.machine === val('f-machine'));
   table('campaigns', campaigns,
-        ['machine', 'campaign', 'runs', 'failed', 'unclean', 'first', 'last', 'mpi_version', 'imported']);
+        ['machine', 'campaign', 'runs', 'failed', 'unclean', 'first', 'last', 'mpi_version', 'imported',
+         'simulated']);
   const compared = DATA.comparisons.filter(c => val('f-machine') === ALL || c.machine === val('f-machine'));
   table('comparisons', compared,
         ['machine', 'campaign', 'baseline', 'date', 'figures', 'regressions', 'improvements',
-         'slowdown', 'verdict', 'worst']);
+         'slowdown', 'verdict', 'simulated', 'worst']);
   document.getElementById('compare-note').textContent = DATA.comparisons.length ?
     'Each campaign against the one that ran its matrix before it, as commstack compare judges ' +
     'it: a regression is a figure slower by more than 5 % with a Mann-Whitney U test significant ' +

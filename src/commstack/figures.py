@@ -17,6 +17,7 @@ from commstack import stats
 from commstack.aggregate import is_subrun, metric_of
 from commstack.benchmarks import registry
 from commstack.errors import CampaignError
+from commstack.simulated import platform
 from commstack.store.campaign import Campaign
 from commstack.store.record import Record
 
@@ -48,6 +49,14 @@ class Figure:
     repeats: List[int] = field(default_factory=list)  # the repeat of each sample
     oversubscribed: bool = False  # a run had more processes than cores
     subrun: bool = False  # IMB ran this row at a smaller process count inside a larger job
+    # Simulated, not measured: the record's ``simulation`` (simulator, platform, model; the
+    # first of the point's records), None for a run on real nodes (commstack.simulated).
+    simulation: Optional[Dict[str, Any]] = None
+
+    @property
+    def simulated(self) -> Optional[str]:
+        """The platform a simulator ran these numbers on; None: measured."""
+        return platform(self.simulation)
 
     @property
     def center(self) -> float:
@@ -84,6 +93,7 @@ def figures(records: Iterable[Record], metric: Optional[str] = None) -> List[Fig
             figure.repeats.append(rec.repeat)
             figure.oversubscribed = figure.oversubscribed or bool(rec.oversubscribed)
             figure.subrun = figure.subrun or is_subrun(rec, item)
+            figure.simulation = figure.simulation or rec.simulation
     return list(groups.values())
 
 

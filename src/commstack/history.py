@@ -3,6 +3,11 @@ campaign (the median of its repeats with a 95 % interval, ``commstack.stats.desc
 order of the runs' dates, with changes of the stack (another MPI version, Spack hash or flavour in
 the sessions' provenance) marked where they happen.
 
+A simulated run's value (``commstack.simulated``: SimGrid SMPI) is never one of a measured
+series: the platform it was simulated on (``simulated``) is part of what tells points apart, its
+series' label says ``(simulated)``, its entries' origin names the platform, and its plot is drawn
+dotted with square markers, titled as simulated.
+
 Used by ``commstack history`` (table and plot) and ``commstack dashboard``.
 """
 
@@ -16,17 +21,19 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from commstack.errors import CampaignError
+from commstack.simulated import WORD as SIMULATED
+from commstack.simulated import marked
 from commstack.stats import Center, describe
 
 # Columns of the results view a point is told apart by (besides its parameters).
 ROW_COLUMNS = ("machine", "stack", "benchmark", "test", "np", "bytes", "mode", "row_key",
-               "metric")
+               "metric", "simulated")
 IDENTITY = ("flavour", "mpi_version", "spack_hash")
 # Columns of the query --where can name (the others are parameters).
 _ROW_KEYS = frozenset(ROW_COLUMNS) | {"unit", "lower_is_better", "campaign", "start", "value",
                                       "origin", "unclean"} | frozenset(IDENTITY)  # what a stack change is told by
 _QUERY = """
-    SELECT machine, stack, benchmark, test, np, bytes, mode, row_key, metric, unit,
+    SELECT machine, stack, benchmark, test, np, bytes, mode, row_key, metric, simulated, unit,
            lower_is_better, params, campaign, start, value, flavour, mpi_version, spack_hash,
            origin, coalesce(oversubscribed, false) OR coalesce(placement = 'contradicts', false)
            AS unclean
@@ -53,6 +60,12 @@ class Entry:
     change: Optional[str] = None  # what changed in the stack since the entry before
     # a run oversubscribed its cores, or its placement contradicted the mapping asked for
     unclean: bool = False
+    simulated: Optional[str] = None  # the platform a simulator ran; None: measured
+
+    @property
+    def shown_origin(self) -> str:
+        """``measured``, ``imported``, or ``simulated on <platform>``."""
+        return f"{SIMULATED} on {self.simulated}" if self.simulated else self.origin
 
 
 @dataclass
@@ -64,9 +77,15 @@ class Series:
     lower_is_better: bool
     entries: List[Entry] = field(default_factory=list)
 
+    @property
+    def simulated(self) -> Optional[str]:
+        """The platform a simulator ran this point's values on; None: measured."""
+        return self.key.get("simulated")
+
     def label(self, varying: Sequence[str]) -> str:
-        shown = [f"{k}={self.key[k]}" for k in varying if self.key.get(k) is not None]
-        return ", ".join(shown) or "all"
+        shown = [f"{k}={self.key[k]}" for k in varying
+                 if self.key.get(k) is not None and k != "simulated"]
+        return marked(", ".join(shown) or "all", self.simulated)
 
 
 def parse_where(items: Sequence[str]) -> Dict[str, str]:
@@ -136,7 +155,8 @@ def history(con, where: Dict[str, str], since: Optional[float] = None,
         entry = entries[key].get(row["campaign"])
         if entry is None:
             entry = entries[key][row["campaign"]] = Entry(
-                row["campaign"], start, [], {c: row[c] for c in IDENTITY}, row["origin"])
+                row["campaign"], start, [], {c: row[c] for c in IDENTITY}, row["origin"],
+                simulated=row["simulated"])
         entry.samples.append(float(row["value"]))
         entry.unclean = entry.unclean or bool(row["unclean"])
         if start is not None and (entry.date is None or start < entry.date):
@@ -205,7 +225,7 @@ def table_rows(series: List[Series]) -> Tuple[List[str], List[List[Any]]]:
         for e in s.entries:
             c = e.center
             rows.append([label, shown_date(e.date), e.campaign, c.n, _num(c.median),
-                         _num(c.low), _num(c.high), s.unit or "", e.origin, e.change or ""])
+                         _num(c.low), _num(c.high), s.unit or "", e.shown_origin, e.change or ""])
     return headers, rows
 
 
@@ -238,13 +258,16 @@ def plot(series: List[Series], path: Path, limit: int = 12) -> int:
         low = [e.center.median - e.center.low if e.center.low is not None else 0 for e in points]
         high = [e.center.high - e.center.median if e.center.high is not None else 0
                 for e in points]
-        ax.errorbar(when, med, yerr=[low, high], fmt="o-", capsize=3, lw=1)
+        ax.errorbar(when, med, yerr=[low, high], fmt="s:" if s.simulated else "o-", capsize=3,
+                    lw=1, label=s.label(names))
         for e, t in zip(points, when):
             if e.change:
                 ax.axvline(t, color="tab:red", ls="--", lw=1)
                 ax.annotate("stack change", (t, ax.get_ylim()[1]), color="tab:red", fontsize=7,
                             va="top", rotation=90)
-        ax.set_title(s.label(names), fontsize=9)
+        ax.set_title(s.label(names) + (f"\n{SIMULATED} on {s.simulated}, not measured (dotted)"
+                                       if s.simulated else ""), fontsize=9,
+                     color="tab:purple" if s.simulated else "black")
         ax.set_ylabel(f"{s.key.get('metric')} [{s.unit or ''}]", fontsize=8)
         ax.tick_params(labelsize=7)
     axes[-1, 0].set_xlabel("run date (UTC); bars: 95 % interval of the median")

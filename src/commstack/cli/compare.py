@@ -9,6 +9,13 @@
       the last N campaigns of B's matrix that ran before DATE (default: B's own date), searched
       under DIR (default: B's results folder), their repeats pooled (commstack.baseline)
 
+A simulated campaign (SimGrid SMPI: commstack.simulated) is compared with a measured one, or
+with one simulated on another platform, only with --simulated-vs-measured: the output then starts
+with the sentence saying which side is simulated (and on which platform) and which measured, and
+its verdicts read "B slower"/"B faster", never "regression"/"improvement". A baseline is always of
+B's own kind: --baseline-last skips campaigns of the other kind (and says which), --baseline
+refuses one.
+
 Exit status: 0 pass, 1 a regression (or a reference value out of bounds), 2 a user error.
 """
 
@@ -54,6 +61,10 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="with --baseline-last: campaigns that ran before DATE (UTC)")
     p.add_argument("--results", type=Path, action="append", default=None, metavar="DIR",
                    help="with --baseline-last: where to look (default: B's results folder)")
+    p.add_argument("--simulated-vs-measured", action="store_true",
+                   help="compare a simulated campaign with a measured one (or one simulated on "
+                        "another platform), or check one against reference values of the other "
+                        "kind: a check of the simulation, said so in the output (never a baseline)")
 
 
 def _pairs(items: List[str]) -> Dict[str, str]:
@@ -93,13 +104,18 @@ def execute(args: argparse.Namespace) -> int:
         records = [r for r in records if all(
             k not in r.params or str(r.params[k]) == v for k, v in where.items())]
         checks = cmp.check_references(records, refs)
-        text = cmp.references_markdown(checks, str(args.reference))
+        text = cmp.references_markdown(checks, str(args.reference),
+                                       *_reference_kinds(args, records))
         failed = any(c.status == "out of bounds" for c in checks)
     else:
         threshold = cmp.DEFAULT_THRESHOLD if args.threshold is None else args.threshold
-        result = cmp.compare(load_figures(args.a, args.metric),
-                             load_figures(args.b, args.metric), threshold,
-                             args.ignore, where, args.alpha, args.correction)
+        try:
+            result = cmp.compare(load_figures(args.a, args.metric),
+                                 load_figures(args.b, args.metric), threshold,
+                                 args.ignore, where, args.alpha, args.correction,
+                                 args.simulated_vs_measured)
+        except cmp.SimulationMismatch as exc:
+            raise exc.named(f"A ({args.a})", f"B ({args.b})") from None
         if not result.matches:
             raise CampaignError(
                 f"no figure of {args.b} matches one of {args.a} on {', '.join(result.keys)} "
@@ -126,24 +142,47 @@ def _against_baseline(args: argparse.Namespace, where: Dict[str, str]) -> int:
         raise CampaignError("with a baseline give one campaign (B) and one of --baseline "
                             "CAMPAIGN, --baseline-last N")
     b = existing_campaign(args.a)
+    skipped: List[str] = []
     if args.baseline is not None:
         roots = [existing_campaign(args.baseline)]
+        baseline.check_kind(roots[0], b)  # a baseline is of B's own kind, flag or not
     else:
         search = args.results or [b.parent.parent]
         before = parse_date(args.before) if args.before else None
-        roots = baseline.last_before(search, b, args.baseline_last, before)
+        roots = baseline.last_before(search, b, args.baseline_last, before, skipped=skipped)
     threshold = cmp.DEFAULT_THRESHOLD if args.threshold is None else args.threshold
     result = cmp.compare(baseline.pooled_figures(roots, args.metric), load_figures(b, args.metric),
                          threshold, args.ignore, where, args.alpha, args.correction)
     if not result.matches:
         raise CampaignError(f"no figure of {b} matches the baseline on {', '.join(result.keys)}")
-    text = (f"Baseline: {baseline.describe(roots)}\n\n"
-            + cmp.comparison_markdown(result, " + ".join(r.name for r in roots), str(b))
+    name_a = " + ".join(r.name for r in roots)
+    first = cmp.sentence(result, name_a, str(b))
+    text = ((f"**{first}**\n\n" if first else "")
+            + f"Baseline: {baseline.describe(roots)}\n\n"
+            + "".join(f"Not a baseline of {b.name}: {line}\n\n" for line in skipped)
+            + cmp.comparison_markdown(result, name_a, str(b), with_sentence=False)
             + _deviations([*roots, b]))
     sys.stdout.write(text)
     if args.out:
         replace(args.out, text.encode())
     return 1 if result.failed else 0
+
+
+def _reference_kinds(args: argparse.Namespace, records: list):
+    """(the sentence a reference check starts with, or None; the kind of the campaign checked):
+    simulated values against measured references (or the other way) only when asked."""
+    from commstack import compare as cmp
+    from commstack import simulated as sim
+
+    checked = sim.kind_of_records(r for r in records if r.ok)
+    platform = cmp.references_simulated(args.reference)
+    values = sim.Kind((platform,), False) if platform else sim.MEASURED
+    if not checked.simulated and not values.simulated:
+        return None, checked
+    if not sim.same_kind(checked, values) and not args.simulated_vs_measured:
+        raise cmp.SimulationMismatch(values, checked, f"the reference values ({args.reference})",
+                                     f"the campaign ({args.a})")
+    return sim.comparison_sentence(values, checked, str(args.reference), str(args.a)), checked
 
 
 def _deviations(roots: List[Path]) -> str:

@@ -11,6 +11,10 @@ keeps the points whose row column or parameter has that value (a point without t
 kept), ``--ignore`` leaves a parameter out of what tells points apart (a knob that differs between
 campaigns of the same point). With ``--out`` the table (history.md, history.csv) and the plot
 (history.png) are written there.
+
+A simulated run's values (SimGrid SMPI) form series of their own, never a measured series: their
+label says "(simulated)", their origin "simulated on <platform>", and the note under the table
+counts them; ``--where origin=measured`` (or ``simulated``) keeps one kind.
 """
 
 from __future__ import annotations
@@ -57,9 +61,14 @@ def execute(args: argparse.Namespace) -> int:
     headers, rows = hist.table_rows(series)
     markdown = "\n".join(table(headers, rows)) + "\n"
     changes = sum(1 for s in series for e in s.entries if e.change)
+    simulated = sorted({s.simulated for s in series if s.simulated})
     note = (f"\n{len(series)} point(s) over {len({e.campaign for s in series for e in s.entries})}"
             f" campaign(s); {changes} stack change(s) marked. median: of the campaign's repeats;"
             " low/high: its 95 % interval (none below 6 repeats).\n")
+    if simulated:
+        note += (f"{sum(1 for s in series if s.simulated)} point(s) are simulated, not measured "
+                 f"(on {' and '.join(simulated)}; label `(simulated)`, origin `simulated on "
+                 "<platform>`): a simulator's numbers, never one series with measured ones.\n")
     sys.stdout.write(to_csv(headers, rows) if args.csv else markdown + note)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,13 @@ over its repeats with its 95 % interval, as summary.csv has them. The setting wi
 is called best only when it beats every other by :mod:`commstack.stats` (a Mann-Whitney U test of
 the repeats, every comparison of the query corrected together, and the practical threshold);
 otherwise the row says which settings it cannot be told apart from. Oversubscribed runs and IMB
-sub-runs are compared only among themselves, and marked (⚠ov, ⚠sub). A setting is the point's
-parameters that differ between the machine's points.
+sub-runs are compared only among themselves, and marked (⚠ov, ⚠sub); so are simulated runs
+(SimGrid SMPI), per platform, every such setting marked "(simulated)" and its platform in the
+column ``simulated``. A setting is the point's parameters that differ between the machine's points.
+
+Every index row says whether it was simulated: the column ``simulated`` holds the platform its
+simulator ran (null for a measured row), so ``--sql "... WHERE simulated IS NULL"`` keeps the
+measured rows and ``WHERE simulated IS NOT NULL`` the simulated ones.
 
 --guidelines: the report's guideline check (:mod:`commstack.cli.query_guidelines`), read from the
 records and run outputs themselves (no index needed). Exit status 1 when a guideline is violated
@@ -34,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from commstack import stats
+from commstack import simulated, stats
 from commstack.aggregate import print_quantum
 from commstack.benchmarks import registry
 from commstack.errors import CampaignError
@@ -45,7 +50,7 @@ from commstack.store import tidy_index
 
 BEST_COLUMNS = ["machine", "benchmark", "test", "np", "bytes", "mode", "metric", "unit", "marks", "verdict",
                 "setting", "campaign", "point_id", "n", "median", "ci_low", "ci_high",
-                "not_told_apart", "runner_up", "runner_up_median", "settings"]
+                "not_told_apart", "runner_up", "runner_up_median", "settings", "simulated"]
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -166,8 +171,8 @@ def best_per_size(rows: List[Dict[str, Any]], benchmark: str, test: Optional[str
         if cand is None:
             cand = candidates[key] = Candidate(
                 r["machine"], r["campaign"], r["point_id"], json.loads(r["params"]),
-                {k: r[k] for k in ("test", "np", "bytes", "mode", "metric", "unit",
-                                   "lower_is_better", "row_key", "ranks")})
+                {k: r.get(k) for k in ("test", "np", "bytes", "mode", "metric", "unit",
+                                       "lower_is_better", "row_key", "ranks", "simulated")})
         cand.samples.append(r["value"])
         cand.oversubscribed = cand.oversubscribed or bool(r["oversubscribed"])
     if not candidates:
@@ -177,12 +182,13 @@ def best_per_size(rows: List[Dict[str, Any]], benchmark: str, test: Optional[str
     labels = _setting_labels(list(candidates.values()))
     groups: Dict[Tuple, List[Candidate]] = {}
     for cand in candidates.values():
-        groups.setdefault((cand.machine, cand.row["metric"], *_row(cand.row), cand.marks),
-                          []).append(cand)
+        # a simulated setting is compared only with those simulated on its platform
+        groups.setdefault((cand.machine, cand.row["metric"], *_row(cand.row), cand.marks,
+                           cand.row["simulated"] or ""), []).append(cand)
     out = _decide_all(list(groups.values()), labels, name)
-    return sorted(out, key=lambda r: (r["machine"], r["marks"] != "", r["marks"], r["test"] or "",
-                                      r["np"] or 0, r["bytes"] if r["bytes"] is not None else -1,
-                                      r["metric"]))
+    return sorted(out, key=lambda r: (r["machine"], r["simulated"] or "", r["marks"] != "",
+                                      r["marks"], r["test"] or "", r["np"] or 0,
+                                      r["bytes"] if r["bytes"] is not None else -1, r["metric"]))
 
 
 def _row(row: Dict[str, Any]) -> Tuple:
@@ -204,6 +210,10 @@ def _setting_labels(candidates: List[Candidate]) -> Dict[Tuple[str, str, str], s
         for (campaign, point_id), params in points.items():
             text = " ".join(f"{k}={params[k]}" for k in varying if k in params) or "(the only setting)"
             labels[(machine, campaign, point_id)] = f"{campaign}: {text}" if several else text
+    for c in candidates:  # a simulated setting says so wherever it is named
+        if c.row.get("simulated"):
+            key = (c.machine, c.campaign, c.point_id)
+            labels[key] = simulated.marked(simulated.unmarked(labels[key]), True)
     return labels
 
 
@@ -225,7 +235,7 @@ def _best(ordered: List[Candidate], calls: List[str], labels: Dict[Tuple[str, st
     apart = [c for c, call in zip(others, calls) if call != stats.WORSE]
     label = labels[(best.machine, best.campaign, best.point_id)]
     if not others:
-        verdict = "only setting measured"
+        verdict = "only setting " + ("simulated" if best.row.get("simulated") else "measured")
     elif apart:
         verdict = (f"no win: {len(apart)} of {len(others)} other setting(s) not told apart "
                    "(corrected rank test, threshold)")
@@ -249,6 +259,7 @@ def _best(ordered: List[Candidate], calls: List[str], labels: Dict[Tuple[str, st
         "runner_up_ci_high": runner_center.high if runner_center else None,
         "runner_up_n": len(runner.samples) if runner else None,
         "settings": len(ordered), "repeats": max(len(c.samples) for c in ordered),
+        "simulated": best.row.get("simulated"),
     }
 
 

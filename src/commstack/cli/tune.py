@@ -2,6 +2,8 @@
 
 Each step is a sweep whose winner is fixed into the next; writes ucx.env, mca-params.conf and a
 decisions table.
+
+A tune of simulated runs (SimGrid SMPI) says so in each of them.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ def execute(args: argparse.Namespace) -> int:
     if nps is not None:  # a machine fact (BIOS), the same for every case of this run
         for row in rows:
             row["nps"] = nps
-    replace(root / "decisions.md", export.table_markdown(rows).encode())
+    replace(root / "decisions.md", export.table_markdown(rows, results).encode())
     replace(root / "decisions.csv", export.table_csv(rows).encode())
     print(f"decisions: {root / 'decisions.md'}")
     if reference_figures is not None:

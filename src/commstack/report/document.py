@@ -5,6 +5,13 @@ Every table cell: median [its 95 % interval] (repeats) at the benchmark's printe
 (:mod:`~commstack.report.tables`); oversubscribed runs and IMB sub-runs in tables of their own,
 every cell marked. Order: overview, layouts of published tables, the tables and plots per
 benchmark, the other studies, the runs that did not succeed.
+
+Simulated records (SimGrid SMPI, :mod:`commstack.simulated`): a banner over the report names the
+simulator, the platform, its model and placeholders (and, when the campaign also has measured
+stacks, which stacks are which); the host line says the simulation ran there, not that the
+numbers were measured there; every column, plot line and study setting of simulated numbers says
+"(simulated)", and summary.csv has their platform in ``simulated``. A campaign without simulated
+records reads exactly as before.
 """
 
 from __future__ import annotations
@@ -12,10 +19,11 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import BinaryIO, List, Optional, Sequence, Set
+from typing import BinaryIO, Dict, List, Optional, Sequence, Set
 
 import pandas as pd
 
+from commstack import simulated as sim
 from commstack import stats
 from commstack.aggregate import coded_summary_frame
 from commstack.errors import CampaignError
@@ -41,6 +49,7 @@ from commstack.report.tables import (
 from commstack.store.campaign import Campaign
 from commstack.store.files import replace
 from commstack.store.record import Record
+from commstack.store.table import current as records_csv_current
 from commstack.store.table import write_records_csv
 
 
@@ -87,7 +96,8 @@ def _lines(campaign: Campaign, others: Sequence[Path], drawer: Drawer,
         raise CampaignError(f"{campaign.root}: no records yet; run the matrix first")
     out_dir = campaign.root / "report"
     out_dir.mkdir(exist_ok=True)
-    summary = _summary(loaded.samples)
+    platforms = {r.point_id: sim.platform(r.simulation) for r in records if r.simulation}
+    summary = _summary(loaded.samples, platforms=platforms)
     joined_campaigns = [Campaign(Path(other)) for other in others]
     context = Context(campaign, records, out_dir, joined_campaigns,
                       [r for other in joined_campaigns for r in other.records() if not r.published],
@@ -96,7 +106,7 @@ def _lines(campaign: Campaign, others: Sequence[Path], drawer: Drawer,
     swept_summary = summary
     if len(context.swept) < len(records) and not summary.empty:
         # Their own summary: the printed resolution is the swept records' alone.
-        swept_summary = _summary(loaded.samples, {r.point_id for r in context.swept})
+        swept_summary = _summary(loaded.samples, {r.point_id for r in context.swept}, platforms)
     found = sections(swept_summary.reset_index(drop=True)) \
         if context.swept and not swept_summary.empty else []
     for section in found:
@@ -119,6 +129,7 @@ def _write_rest(campaign: Campaign, loaded: Loaded, tables: List[str],
 
     lines: List[str] = [f"# {campaign.name} ({campaign.machine})", ""]
     lines += banner(campaign.root)
+    lines += sim.banner(context.records, _host(campaign))
     lines += _overview(campaign, context.records)
     lines += _studies([s for s in studies if s.before_tables], context)
     lines += tables
@@ -136,15 +147,20 @@ def _info(campaign: Campaign) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def _summary(samples: Samples, points: Optional[Set[str]] = None) -> pd.DataFrame:
-    """The summary of every sample, or of the samples of ``points``."""
+def _summary(samples: Samples, points: Optional[Set[str]] = None,
+             platforms: Optional[Dict[str, str]] = None) -> pd.DataFrame:
+    """The summary of every sample, or of the samples of ``points``; ``simulated``: the
+    platform of each simulated point (``platforms``), empty for a measured one."""
     import numpy as np
 
     coded = samples.coded()
     if points is not None:
         wanted = np.array([p in points for p in coded.point_names], dtype=bool)
         coded = coded.take(np.flatnonzero(wanted[coded.point]))
-    return coded_summary_frame(coded, samples.points)
+    summary = coded_summary_frame(coded, samples.points)
+    if not summary.empty:
+        summary["simulated"] = summary["point_id"].map(platforms or {}).astype(object)
+    return summary
 
 
 def _write_summary(summary: pd.DataFrame, handle: BinaryIO) -> None:
@@ -154,8 +170,7 @@ def _write_summary(summary: pd.DataFrame, handle: BinaryIO) -> None:
 def _write_records_csv(campaign: Campaign, newest: float) -> None:
     """records.csv is derived: written again only when a record is newer than it (``run``
     writes it after every session)."""
-    path = campaign.root / "records.csv"
-    if path.is_file() and path.stat().st_mtime >= newest:
+    if records_csv_current(campaign.root / "records.csv", newest):
         return
     write_records_csv(campaign.root, campaign.records())
 
@@ -261,6 +276,15 @@ def _caption(section: Section, cores: Optional[int]) -> str:
     return text
 
 
+def _host(campaign: Campaign) -> Optional[str]:
+    """The host of the campaign's last session (where a simulation ran)."""
+    sessions = sorted((campaign.root / "sessions").glob("*/provenance.json"))
+    if not sessions:
+        return None
+    value = json.loads(sessions[-1].read_text()).get("hostname")
+    return str(value) if value else None
+
+
 def _cores(campaign: Campaign) -> Optional[int]:
     sessions = sorted((campaign.root / "sessions").glob("*/provenance.json"))
     if not sessions:
@@ -286,14 +310,27 @@ def _overview(campaign: Campaign, records: List[Record]) -> List[str]:
                      "`source.file` of each record")
     if sessions:
         prov = json.loads(sessions[-1].read_text())
-        lines += [f"- host: {prov.get('hostname')}, CPU: {prov.get('cpu_model')}, "
-                  f"{prov.get('cpus_available')} CPUs available",
+        host = (f"{prov.get('hostname')}, CPU: {prov.get('cpu_model')}, "
+                f"{prov.get('cpus_available')} CPUs available")
+        kind = sim.kind_of_records(records)
+        if kind.simulated and not kind.measured:
+            host = (f"- simulation host (where the simulator ran; no number below was measured "
+                    f"on it): {host}; the numbers are those of the simulated platform "
+                    f"{' and '.join(kind.platforms)}")
+        elif kind.simulated:
+            host = (f"- host: {host} (the measured stacks ran here; the simulated ones ran here "
+                    f"as a simulation of {' and '.join(kind.platforms)}, not measured on it)")
+        else:
+            host = f"- host: {host}"
+        lines += [host,
                   f"- commstack {prov.get('commstack_version')}, git {prov.get('git_commit')}",
                   f"- sessions: {len(sessions)} (provenance under sessions/)"]
     swept = [r for r in records if not r.imported]
     for stack in sorted({str(r.stack) for r in swept}):
         example = next(r for r in swept if str(r.stack) == stack)
-        lines.append(f"- stack `{stack}` ({example.flavour}): `{example.command}`")
+        what = example.flavour if example.simulation is None else (
+            f"{example.flavour}, {sim.label(example.simulation)}")
+        lines.append(f"- stack `{stack}` ({what}): `{example.command}`")
     return lines
 
 

@@ -31,6 +31,7 @@ from typing import Callable, Dict, Hashable, List, MutableSequence, Optional, Se
 from commstack import stats
 from commstack.benchmarks import registry
 from commstack.markdown_table import table
+from commstack.simulated import marked, platform
 from commstack.store.campaign import Campaign
 from commstack.store.record import Record, RecordError
 
@@ -128,13 +129,14 @@ class Setting:
     # usec, as array("d"): 8 bytes a sample (a list of floats takes 32)
     samples: Dict[Tuple[str, int], MutableSequence[float]] = field(default_factory=dict)
     source: str = ""  # the campaign (machine/name), when settings of several are checked together
+    simulated: Optional[str] = None  # the platform a simulator ran (commstack.simulated)
 
     @property
     def label(self) -> str:
         extra = ", ".join(f"{k}={v}" for k, v in json.loads(self.params).items())
-        return (f"{self.source}: " if self.source else "") + (
+        return marked((f"{self.source}: " if self.source else "") + (
             f"{FAMILIES[self.family]}, {self.stack}, {self.processes} processes"
-            + (f", {extra}" if extra else ""))
+            + (f", {extra}" if extra else "")), self.simulated)
 
 
 @dataclass(frozen=True)
@@ -578,6 +580,7 @@ def section(records: Sequence[Record],
     found = settings(relevant(records, rules), output, rows, entries, layout)
     if not found:
         return []
+    mark_simulated(found, records)
     checked = measure(found, rules, intervals=False)
     return lines(checked, checked.unchecked, rules)
 
@@ -624,9 +627,18 @@ def campaign_settings(campaign: Campaign, rules: Sequence[Guideline],
     records = [r for r in campaign.records() if not r.published]
     found = settings(relevant(records, rules), lambda r: stored_output(campaign, r),
                      lambda r: stored_rows(campaign, r))
+    mark_simulated(found, records)
     for setting in found:
         setting.source = source
     return found
+
+
+def mark_simulated(found: Sequence[Setting], records: Sequence[Record]) -> None:
+    """Each setting of a stack whose runs were simulated names its platform (its label then
+    says ``(simulated)``): a stack's runs are all simulated or all measured."""
+    stacks = {r.stack or "": platform(r.simulation) for r in records if r.simulation}
+    for setting in found:
+        setting.simulated = stacks.get(setting.stack)
 
 
 def applies(record: Record) -> bool:

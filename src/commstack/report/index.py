@@ -1,4 +1,5 @@
-"""results/README.md: one line per campaign under a results root (``commstack report --index``)."""
+"""results/README.md: one line per campaign under a results root (``commstack report --index``).
+A campaign of simulated runs says so in its origin (``simulated on <platform>``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 from typing import List
 
 from commstack.markdown_table import table
+from commstack.simulated import kind_of_records
 from commstack.store.campaign import Campaign
 from commstack.store.files import read_json, replace
 
@@ -28,6 +30,9 @@ def campaign_row(root: Path, results: Path) -> List[object]:
         kind = f"{len(sessions)} session(s), last {sessions[-1].split('-')[0]}"
     else:
         kind = "no runs yet"
+    simulated = kind_of_records(records)
+    if simulated.simulated:
+        kind = f"{simulated.short()}; {kind}"
     report = root / "report" / "report.md"
     link = f"[report]({report.relative_to(results).as_posix()})" if report.exists() else "—"
     points = len({r.point_id for r in records})

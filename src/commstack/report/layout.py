@@ -18,6 +18,10 @@ A cell is the median over a point's repeats with its 95 % interval and the count
 ``2.5159 [2.4903–2.5511] (6)`` (:func:`commstack.report.numbers.interval_cell`, each number in
 MATLAB's 5 digits), markers of unclean runs (``⚠ov``) after it. Only the round trip of an
 imported file (``intervals=False``) prints the median alone, as the published file did.
+
+A cell of simulated runs (:mod:`commstack.simulated`) says so: a column whose every number is
+simulated has ``(simulated)`` after its label; in a column that mixes simulated and measured
+numbers, each simulated cell has it after its number.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from commstack.benchmarks import registry
 from commstack.figures import dimensions
 from commstack.markdown_table import table
 from commstack.report.numbers import interval_cell, unclean_markers
+from commstack.simulated import MARK, marked, platform
 from commstack.store.record import Record
 
 
@@ -42,6 +47,7 @@ class Cell:
 
     center: stats.Center
     markers: Tuple[str, ...] = ()
+    simulated: Optional[str] = None  # the platform a simulator ran; None: measured
 
 
 # A cell's dimensions -> its numbers (None: no record).
@@ -238,9 +244,9 @@ def render_text(layout: Layout, lookup: Lookup, as_published: bool = True,
                 for index, tab in enumerate(block.tables):
                     if index:
                         out.append("")
-                    cells = [[format_cell(v, intervals) for v in row] for row in numbers[id(tab)]]
-                    out += matlab_table([r.text for r in tab.rows], [c.text for c in tab.columns],
-                                        cells, _title(tab, as_published))
+                    columns, cells = _marked(tab, numbers[id(tab)], intervals)
+                    out += matlab_table([r.text for r in tab.rows], columns, cells,
+                                        _title(tab, as_published))
                 out += ["```", ""]
     return "\n".join(out)
 
@@ -261,8 +267,9 @@ def render_markdown(layout: Layout, lookup: Lookup, as_published: bool = False) 
                     caption = " — ".join(x for x in (_title(tab, as_published), label) if x)
                     if caption:
                         out += [f"*{caption.replace('*', '')}*", ""]
-                    out += markdown_table([r.text for r in tab.rows], [c.text for c in tab.columns],
-                                          numbers[id(tab)])
+                    columns, cells = _marked(tab, numbers[id(tab)])
+                    out += table(["", *columns], [[label, *row] for label, row in zip(
+                        [r.text for r in tab.rows], cells)], align="l" + "r" * len(columns))
                     notes = tab.notes + (block.notes if tab is block.tables[0] else [])
                     out += [""] + [f"> note: {n}" for n in notes] + ([""] if notes else [])
     return "\n".join(out)
@@ -271,6 +278,24 @@ def render_markdown(layout: Layout, lookup: Lookup, as_published: bool = False) 
 def _demote(heading: str) -> str:
     """One level deeper, so that the published ``##`` sits under the report's own ``##``."""
     return "#" + heading if heading.startswith("#") else heading
+
+
+def _marked(tab: Table, values: List[List[Optional[Cell]]], intervals: bool = True
+            ) -> Tuple[List[str], List[List[str]]]:
+    """The table's column labels and cell texts, simulated numbers marked: a column whose every
+    number is simulated has ``(simulated)`` after its label, a simulated cell of a column that
+    mixes them after its number."""
+    columns, cells = [], [[format_cell(v, intervals) for v in row] for row in values]
+    for j, col in enumerate(tab.columns):
+        found = [row[j] for row in values if row[j] is not None
+                 and not math.isnan(row[j].center.median)]
+        whole = bool(found) and all(c.simulated for c in found)
+        columns.append(marked(col.text, whole))
+        if not whole:
+            for i, row in enumerate(values):
+                if row[j] is not None and row[j].simulated and cells[i][j] != "NaN":
+                    cells[i][j] += " " + MARK
+    return columns, cells
 
 
 def markdown_table(rows: List[str], columns: List[str],
@@ -307,16 +332,20 @@ class CellIndex:
     # (dims, point id, value, markers of the run) per result row of a successful record
     entries: List[Tuple[Dict[str, Any], str, float, Tuple[str, ...]]]
     rate: bool = False  # the metric is a rate (its median of an even count: harmonic)
+    simulated: Dict[str, str] = field(default_factory=dict)  # point id -> platform simulated
 
     @classmethod
     def from_records(cls, records: List[Record], metric: str) -> "CellIndex":
         entries = []
+        simulated: Dict[str, str] = {}
         for rec, item in result_rows(records):
             value = item.get(metric) if isinstance(item, dict) else None
             if isinstance(value, (int, float)) and not math.isnan(value):
                 marks = tuple(unclean_markers(bool(rec.oversubscribed), is_subrun(rec, item)))
                 entries.append((dimensions(rec), rec.point_id, float(value), marks))
-        return cls(entries, rate=not registry.lower_is_better(metric))
+                if rec.simulation:
+                    simulated[rec.point_id] = platform(rec.simulation)
+        return cls(entries, rate=not registry.lower_is_better(metric), simulated=simulated)
 
     def lookup(self, dims: Dict[str, Any]) -> Optional[Cell]:
         by_point: Dict[str, List[float]] = {}
@@ -338,7 +367,8 @@ class CellIndex:
                                 "the layout must fix every dimension that varies")
         found = marks[best[0]]
         return Cell(stats.describe(by_point[best[0]], rate=self.rate),
-                    tuple(m for m in unclean_markers(True, True) if m in found))
+                    tuple(m for m in unclean_markers(True, True) if m in found),
+                    self.simulated.get(best[0]))
 
 
 # --- layouts built from records ----------------------------------------------------------------

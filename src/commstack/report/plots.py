@@ -9,6 +9,9 @@ Its rows are the settings, best first, each named when there are at most 60, els
 rank at six even steps (#1, #21, ... of 120); its columns are the message sizes, at most 12
 of them labelled.
 
+A line of simulated numbers (its label ends ``(simulated)``, :mod:`commstack.simulated`) is
+dotted, its legend entry saying so.
+
 Tick labels are plain numbers (``0.6``, ``2``, ``1K`` bytes), never ``6×10⁻¹``."""
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from commstack.benchmarks import registry  # noqa: E402
 from commstack.report.defaults import has_default, is_default  # noqa: E402
 from commstack.report.numbers import plain  # noqa: E402
 from commstack.report.tables import BEST, MAX_LINES, Section, units  # noqa: E402
+from commstack.simulated import MARK, unmarked  # noqa: E402
 
 BAND_ALPHA = 0.18
 GRID_ALPHA = 0.3
@@ -176,7 +180,7 @@ def label_pairs(label: object) -> List[Tuple[str, str]]:
 def is_default_label(label: object) -> bool:
     """Every parameter of the label that has a known default is at it (others, such as the
     stack, do not count); at least one has one."""
-    known = [(n, v) for n, v in label_pairs(label) if has_default(n)]
+    known = [(n, v) for n, v in label_pairs(unmarked(str(label))) if has_default(n)]
     return bool(known) and all(is_default(n, v) for n, v in known)
 
 
@@ -287,7 +291,7 @@ def _plot_section(section: Section, path: Path) -> Path:
         series = mean[column].dropna()
         default = column in choice.defaults
         line, = ax.plot(series.index, series.values, marker="o", markersize=3,
-                        linestyle="--" if dashed else "-",
+                        linestyle="--" if dashed else (":" if _simulated(column) else "-"),
                         linewidth=2.2 if default and heat else 1.5,
                         label=label + (" (default)" if default else ""))
         lo, hi = low[column].loc[series.index], high[column].loc[series.index]
@@ -300,9 +304,11 @@ def _plot_section(section: Section, path: Path) -> Path:
     ax.set_ylabel(units(section.metric))
     title = section.title.replace(" — ", "\n")
     which = ""
+    if choice.shown and all(_simulated(c) for c in choice.shown):
+        which = "\nsimulated, not measured (dotted lines)"
     if heat:
-        which = (f"\n{len(choice.shown)} of {len(choice.ranked)} settings: the best by the "
-                 "median over the sizes, and the defaults")
+        which += (f"\n{len(choice.shown)} of {len(choice.ranked)} settings: the best by the "
+                  "median over the sizes, and the defaults")
     ax.set_title(f"{title}\nline: median; band: its 95 % interval over up to {section.repeats} "
                  f"repeats{which}", fontsize=9, color="tab:red" if dashed else "black",
                  y=1.0, pad=6)  # a fixed place: matplotlib's own search measures every tick
@@ -318,6 +324,10 @@ def _plot_section(section: Section, path: Path) -> Path:
     fig.savefig(path, pil_kwargs={"compress_level": 1})
     _THREAD.kept = kept
     return path
+
+
+def _simulated(column: object) -> bool:
+    return str(column).endswith(" " + MARK)
 
 
 def _heat_map(kept: _Kept, choice: Choice, section: Section) -> None:

@@ -17,6 +17,7 @@ from typing import List, Optional
 
 from commstack.report.layout import CellIndex, Layout, counted, render_markdown, render_text
 from commstack.report.numbers import reading_notes
+from commstack.simulated import MARK
 from commstack.store.campaign import Campaign
 from commstack.store.files import read_json
 from commstack.store.record import Record
@@ -64,8 +65,13 @@ def render_layout(layout: Layout, records: List[Record], markdown: bool = False,
 def layout_notes(layout: Layout, records: List[Record], what: str = "repeats") -> List[str]:
     """How the cells of ``layout`` printed from ``records`` read: the interval, the cells
     without one (fewer than 6 ``what``), the markers present."""
-    cells, without, markers = counted(layout, CellIndex.from_records(records, layout.metric).lookup)
-    return reading_notes(cells, without, markers, what) if cells else []
+    index = CellIndex.from_records(records, layout.metric)
+    cells, without, markers = counted(layout, index.lookup)
+    notes = reading_notes(cells, without, markers, what) if cells else []
+    if cells and index.simulated:
+        notes.append(f"`{MARK}`: computed by a simulator on the platform "
+                     f"{' and '.join(sorted(set(index.simulated.values())))}, not measured.")
+    return notes
 
 
 # --- round trip -------------------------------------------------------------------------------

@@ -8,7 +8,10 @@ stack whose median factor over all such results is at least :data:`FACTOR` is na
 worst results, and with the transport evidence of its records: flavour and launcher, the
 transport variables set (UCX, libfabric, Open MPI's pml/btl/mtl, MPICH's and Intel MPI's), what
 UCX confirmed or why it could not (``ucx``), the collective components the MPI reported
-(``components_used``), oversubscription and the placement check."""
+(``components_used``), oversubscription and the placement check.
+
+A simulated stack (:mod:`commstack.simulated`) is set only against stacks simulated on its own
+platform, never against measured ones, and is named ``(simulated)``."""
 
 from __future__ import annotations
 
@@ -16,10 +19,11 @@ import json
 import re
 import statistics
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from commstack.benchmarks import registry
 from commstack.report.load import Samples
+from commstack.simulated import marked, platform
 from commstack.store.record import Record
 
 FACTOR = 10.0
@@ -28,10 +32,12 @@ _TRANSPORT = re.compile(r"^(UCX_|FI_|OMPI_MCA_(pml|btl|mtl|osc|coll)|I_MPI_(FABR
                         r"MPIR_CVAR_(CH4|NETMOD|OFI|UCX)|MPICH_|GASNET_)")
 
 
-def factors(samples: Samples) -> Dict[str, List[Tuple[float, str]]]:
+def factors(samples: Samples, simulated: Optional[Dict[str, str]] = None
+            ) -> Dict[str, List[Tuple[float, str]]]:
     """Per stack: (its median / the best stack's, what was measured) for every result that more
-    than one stack measured (rates inverted, so a factor > 1 is always slower)."""
-    found = _factors(samples)
+    than one stack measured (rates inverted, so a factor > 1 is always slower); ``simulated``:
+    the platform of each simulated stack (set only against stacks of its own kind)."""
+    found = _factors(samples, simulated)
     return {stack: [(x, found.what(i)) for x, i in zip(fs, at)]
             for stack, (fs, at) in found.by_stack.items()}
 
@@ -56,10 +62,11 @@ class _Found:
         return f"{what}: {m:.4g} against {best:.4g}"
 
 
-def _factors(samples: Samples) -> _Found:
-    """:func:`factors` with NumPy: the samples grouped by (benchmark, the other parameters, row
-    keys, figure) and stack, each group's median as :func:`statistics.median` gives it; the
-    texts are made only for the results a section names."""
+def _factors(samples: Samples, simulated: Optional[Dict[str, str]] = None) -> _Found:
+    """:func:`factors` with NumPy: the samples grouped by (benchmark, the other parameters, the
+    stack's kind, row keys, figure) and stack, each group's median as
+    :func:`statistics.median` gives it; the texts are made only for the results a section
+    names."""
     import numpy as np
 
     from commstack.sample_codes import renumber
@@ -73,7 +80,8 @@ def _factors(samples: Samples) -> _Found:
             continue
         rest = json.dumps({k: v for k, v in params.items() if k != "stack"}, sort_keys=True,
                           default=str)
-        points[pid] = (bases.setdefault((benchmark, rest), len(bases)),
+        kind = (simulated or {}).get(str(stack))  # a simulated stack: its platform's group
+        points[pid] = (bases.setdefault((benchmark, rest, kind), len(bases)),
                        stacks.setdefault(str(stack), len(stacks)))
     empty = _Found({})
     if not points or len(stacks) < 2:
@@ -174,7 +182,8 @@ def evidence(records: Sequence[Record]) -> List[str]:
 
 
 def section(samples: Samples, records: Sequence[Record]) -> List[str]:
-    found = _factors(samples)
+    simulated = {str(r.stack): platform(r.simulation) for r in records if r.simulation}
+    found = _factors(samples, simulated)
     slow = {s: f for s, f in found.by_stack.items()
             if f[0] and statistics.median(f[0]) >= FACTOR}
     if not slow:
@@ -187,8 +196,10 @@ def section(samples: Samples, records: Sequence[Record]) -> List[str]:
         edge = sorted(xs, reverse=True)[:SHOWN][-1]
         worst = sorted(((x, found.what(i)) for x, i in zip(xs, at) if x >= edge),
                        reverse=True)[:SHOWN]
-        out.append(f"- **{stack}**: {median:.0f}x the best stack (median over {len(fs)} results "
-                   "measured by more than one stack); worst: "
+        out.append(f"- **{marked(stack, simulated.get(stack))}**: {median:.0f}x the best stack "
+                   f"(median over {len(fs)} results "
+                   + ("simulated by more than one stack on its platform" if stack in simulated
+                      else "measured by more than one stack") + "); worst: "
                    + "; ".join(f"{x:.0f}x ({what})" for x, what in worst) + ".")
         for line in evidence([r for r in records if r.stack == stack and r.ok]):
             out.append(f"  - {line}")

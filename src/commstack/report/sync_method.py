@@ -3,7 +3,8 @@ setting measured with more than one ``proc_sync``, each method's per-call run-ti
 those of ``MPI_Barrier`` (the way IMB and OSU start a call), call by call and size by size, and
 the start skew (last process's start minus the first's, on the synchronised clock; ``-v``)
 that shows how well each method lined the processes up. Verdicts: :mod:`commstack.stats`
-(Mann-Whitney U, Holm-corrected over the section, 5 % threshold)."""
+(Mann-Whitney U, Holm-corrected over the section, 5 % threshold). A simulated stack
+(:mod:`commstack.simulated`) is named ``(simulated)``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from commstack import stats
 from commstack.benchmarks import reprompi
 from commstack.markdown_table import table
+from commstack.simulated import marked
 from commstack.store.record import Record
 
 REFERENCE = "MPI_Barrier"
@@ -68,6 +70,8 @@ def section(records: Sequence[Record], output: Callable[[Record], Optional[str]]
                              _skew(skews[key][method].get(cell))))
     if not rows:
         return []
+    simulated = {r.stack or "" for r in records if r.simulation}
+    rows = [(marked(r[0], r[0] in simulated), *r[1:]) for r in rows]
     calls = stats.verdicts([r[5] for r in rows], method="holm")
     out = ["", "## Process synchronisation (ReproMPI)", "",
            f"Per-call run-times of each synchronisation against {REFERENCE} (ratio > 1: the "

@@ -4,7 +4,11 @@ with its 95 % interval over the repeats and their count (:mod:`commstack.stats`)
 Rows that are not clean runs never share a table with clean ones: rows of oversubscribed jobs
 (more processes than cores) and IMB's sub-runs (a smaller process count measured inside a larger
 job, whose other ranks still hold cores) get tables of their own, titled as such, and every cell
-of those carries its marker (:data:`commstack.report.numbers.MARKERS`)."""
+of those carries its marker (:data:`commstack.report.numbers.MARKERS`).
+
+A column of simulated numbers (the summary's ``simulated``: the platform a simulator ran) says so
+after its label, ``stack=sim (simulated)`` (:data:`commstack.simulated.MARK`), in the table and in
+the plot's legend."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from commstack.aggregate import SUMMARY_FIELDS
 from commstack.benchmarks import registry
 from commstack.markdown_table import table
 from commstack.report.numbers import Resolution, cell, unclean_markers
+from commstack.simulated import MARK
 from commstack.store.record import Record
 
 # A section's plot: at most MAX_LINES lines (more are not read; the rest go to the heat map);
@@ -101,6 +106,17 @@ def label_column(summary: pd.DataFrame, names: List[str]) -> pd.Series:
     return label
 
 
+def simulated_labels(part: pd.DataFrame, labels: pd.Series) -> pd.Series:
+    """The labels of the rows whose numbers are simulated (``simulated`` set) marked
+    ``(simulated)``; the others as they are."""
+    if "simulated" not in part.columns:
+        return labels
+    simulated = part["simulated"].notna() & (part["simulated"].astype(str) != "")
+    if not simulated.any():
+        return labels
+    return labels.where(~simulated, labels.astype(str) + " " + MARK)
+
+
 def _conditions(summary: pd.DataFrame) -> pd.DataFrame:
     over = summary.get("oversubscribed", pd.Series(False, index=summary.index))
     subrun = summary.get("subrun", pd.Series(False, index=summary.index))
@@ -134,7 +150,7 @@ def sections(summary: pd.DataFrame) -> List[Section]:
     out: List[Section] = []
     for key, part in summary.groupby(keys, dropna=False, sort=True):
         # Lines are labelled by what varies within this table only.
-        part = part.assign(label=label_column(part, varying_parameters(part)))
+        part = part.assign(label=simulated_labels(part, label_column(part, varying_parameters(part))))
         named = {k: v for k, v in zip(group_keys, key) if not _missing(v)}
         condition = Condition(bool(key[-2]), int(key[-1]))
         title = " ".join(_title_part(k, v) for k, v in named.items()) or "results"

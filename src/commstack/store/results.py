@@ -11,9 +11,10 @@ Views of the connection ``open_store`` returns:
   ``commstack_version``, ``flavour``, ``mpi_version`` (as the MPI's own tool printed it),
   ``spack_hash`` (of the stack's MPI package in its Spack view; null outside Spack);
 * ``results``: ``rows`` left-joined with ``runs`` on campaign, machine, session and stack, plus
-  ``date`` (the run's start, UTC) and ``origin`` ("measured", or "imported" for a campaign of
-  ``commstack import``). Imported rows have no session: their provenance fields are null, and
-  published tables carry no run date either.
+  ``date`` (the run's start, UTC) and ``origin`` ("measured"; "imported" for a campaign of
+  ``commstack import``; "simulated" for a simulator's run, whose platform is in ``simulated``:
+  ``commstack.simulated``). Imported rows have no session: their provenance fields are null,
+  and published tables carry no run date either.
 
 Nothing here is a second copy of the records: the indexes are derived from them (rebuilt when
 missing or stale) and provenance is read where the sweep wrote it.
@@ -170,7 +171,9 @@ def open_store(paths: Sequence[Path]):
         CREATE VIEW results AS
         SELECT r.*, {extra},
                to_timestamp(r.start) AS date,
-               CASE WHEN r.imported THEN 'imported' ELSE 'measured' END AS origin
+               CASE WHEN r.imported THEN 'imported'
+                    WHEN r.simulated IS NOT NULL THEN 'simulated'
+                    ELSE 'measured' END AS origin
         FROM rows r LEFT JOIN runs u
           ON r.campaign = u.campaign AND r.machine = u.machine AND r.session = u.session
              AND r.stack = u.stack""")

@@ -1,4 +1,7 @@
-"""The tidy table: one row per parsed result row of every record, written as records.csv."""
+"""The tidy table: one row per parsed result row of every record, written as records.csv.
+
+``simulated``: the platform a simulated record's simulator ran (``commstack.simulated``), empty
+for a measured one: a simulated number never reads as a measured one."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import io
 from pathlib import Path
 from typing import Dict, Iterable, List
 
+from commstack.simulated import platform
 from commstack.store.files import replace
 from commstack.store.record import Record
 
@@ -25,6 +29,7 @@ def tidy_rows(records: Iterable[Record]) -> List[Dict[str, object]]:
         base = {RENAMED.get(col, col): getattr(rec, col) for col in RECORD_COLUMNS}
         base["flavour"] = rec.flavour
         base["placement"] = rec.placement.verdict if rec.placement else None
+        base["simulated"] = platform(rec.simulation)
         for name, value in rec.params.items():
             base.setdefault(f"param.{name}", value)
         if not rec.parsed:
@@ -58,6 +63,20 @@ def _cell(value: object) -> object:
 
         return json.dumps(value, sort_keys=True)
     return "" if value is None else value
+
+
+def current(path: Path, newest: float) -> bool:
+    """Whether records.csv at ``path`` is newer than every record (``newest``: the newest
+    record.json's mtime) and has every column this code writes (one written before the
+    ``simulated`` column was added is written again)."""
+    try:
+        if path.stat().st_mtime < newest:
+            return False
+        with open(path, newline="") as handle:
+            header = next(csv.reader(handle), [])
+    except OSError:
+        return False
+    return "simulated" in header
 
 
 def write_records_csv(campaign_root: Path, records: Iterable[Record]) -> Path:

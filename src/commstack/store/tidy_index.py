@@ -4,7 +4,9 @@ One row per record and result row (a record without rows gives one row with no m
 fixed schema (``COLUMNS``) for every campaign and benchmark, so ``pandas.read_parquet(index)``
 and DuckDB's ``read_parquet('<campaign>/index/*.parquet')`` read it as it is, one campaign or
 many. The records stay the source of truth: the index is never needed to read them, and is
-rebuilt from them whenever it is missing or stale.
+rebuilt from them whenever it is missing or stale. A simulated record's rows name the platform
+its simulator ran in ``simulated`` (null for a run on real nodes; format 4, ``commstack.simulated``),
+so no reader of the index takes a simulated number for a measured one.
 
 Parquet files are immutable, so the index is a folder of parts:
 
@@ -39,12 +41,13 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from commstack.benchmarks import registry
 from commstack.optional import require
+from commstack.simulated import platform
 from commstack.store.campaign import Campaign, attempt_held
 from commstack.store.files import AlreadyExists, _temporary, write_new
 from commstack.store.record import Record
 
 INDEX_DIR = "index"
-FORMAT = "3"  # the index's own version, in every part's metadata: another one means a rebuild
+FORMAT = "4"  # the index's own version, in every part's metadata: another one means a rebuild
 _FORMAT_KEY = "commstack.index"
 # Parts written one per record before they are merged: more than this and `append` merges.
 MAX_PARTS = 64
@@ -77,6 +80,9 @@ COLUMNS: Tuple[Tuple[str, str], ...] = (
     # The record's own fields but its rows (its record.json form, JSON), on the record's first
     # row only, null on the others (format 3): what a report reads instead of every record.json.
     ("record", "string"),
+    # Simulated, not measured (format 4): the platform the record's simulator ran (its
+    # ``simulation.platform``, commstack.simulated), null for a run on real nodes.
+    ("simulated", "string"),
 )
 # Columns of the tidy rows themselves (``read_rows``): every one but ``record``.
 ROW_COLUMNS = [name for name, _ in COLUMNS if name != "record"]
@@ -84,7 +90,8 @@ KEY = ("point_id", "repeat", "attempt")
 _OWN_COLUMNS = ("benchmark", "np", "bytes", "mode")  # row keys with a column of their own
 # Min/max statistics (for readers' filters) of the columns worth filtering on; the JSON ones
 # would only make the footer big.
-_WITH_STATISTICS = ["campaign", "machine", "benchmark", "status", "test", "np", "bytes", "metric"]
+_WITH_STATISTICS = ["campaign", "machine", "benchmark", "status", "test", "np", "bytes", "metric",
+                    "simulated"]
 
 RecordKey = Tuple[str, int, int]
 
@@ -107,6 +114,7 @@ def rows_of(record: Record) -> List[Dict[str, Any]]:
         "start": record.start, "duration_s": record.duration_s, "imported": record.imported,
         "params": json.dumps(record.params, sort_keys=True, default=str),
         "session": record.session, "job_id": record.slurm.job_id if record.slurm else None,
+        "simulated": platform(record.simulation),
     }
     head = dict(base, record=record_head(record))
     if not record.parsed:

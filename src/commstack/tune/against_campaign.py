@@ -3,7 +3,9 @@
 `commstack tune PLAN --compare-reference CAMPAIGN`: the other campaign is any campaign, typically
 one imported from raw outputs made before (last year's HPC-X IMB logs). Each case's verify runs
 of the tuned setting are compared with it by `commstack compare`'s rules, matched on the result
-rows alone (benchmark, np, bytes): the two campaigns need not share parameter names.
+rows alone (benchmark, np, bytes): the two campaigns need not share parameter names. Asked for
+by name, a simulated side is compared with a measured one, each case's section then starting
+with the sentence that says which side is simulated (commstack.simulated).
 """
 
 from __future__ import annotations
@@ -45,15 +47,20 @@ def comparison(results: List[CaseResult], reference: Path, reference_figures: Li
     for result in results:
         tuned = tuned_figures(result)
         case = ", ".join(f"{k}={v}" for k, v in result.case.items()) or "(one case)"
-        cmp = compare.compare(reference_figures, tuned, ignore=ignore + _params(tuned))
+        # Asked for by name (--compare-reference): said, not refused, when one side is simulated.
+        cmp = compare.compare(reference_figures, tuned, ignore=ignore + _params(tuned),
+                              simulated_vs_measured=True)
         if not cmp.matches:
             sections += [f"## {case}", "", "No result row of the tuned runs is in the reference "
                          f"campaign ({len(tuned)} tuned figures, {len(reference_figures)} "
                          f"reference figures, {cmp.ambiguous} ambiguous: several reference "
                          "points per row; narrow it with `commstack compare --where`).", ""]
             continue
-        text = compare.comparison_markdown(cmp, str(reference), f"{case} tuned")
-        sections += [f"## {case}", "", text.split("\n", 2)[2]]
+        text = compare.comparison_markdown(cmp, str(reference), f"{case} tuned",
+                                           with_sentence=False)
+        first = compare.sentence(cmp, str(reference), f"{case} tuned")
+        sections += [f"## {case}", ""] + ([f"**{first}**", ""] if first else []) + [
+            text.split("\n", 2)[2]]
     return "\n".join(sections)
 
 

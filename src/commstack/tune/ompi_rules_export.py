@@ -52,6 +52,21 @@ def measured_file(verify_dir: Path, settings: Dict[str, Any]) -> Tuple[bytes, st
     return text, where
 
 
+def rendered_file(directory: Path, settings: Dict[str, Any]) -> bytes:
+    """The rules file of ``settings``' per-size values for the rank count the case's steps ran,
+    as a launch would write it: for a case whose verify could not run (a simulated stack)."""
+    ranks = next((r.ranks for step in sorted(directory.glob("*/matrix.yaml"))
+                  for r in Campaign(step.parent).records() if r.ok and r.ranks), None)
+    if ranks is None:
+        raise MatrixError(f"{directory}: no successful run says how many ranks the case had, "
+                          "so its rules file cannot be written")
+    env = {rules.MCA + name[4:]: str(value) for name, value in settings.items()
+           if name.startswith("mca.")}
+    choices = [rules.choice(rules.MCA + name[4:], value, env)
+               for name, value in sorted(per_size(settings).items())]
+    return rules.render(choices, ranks).encode()
+
+
 def _comment(settings: Dict[str, Any]) -> List[str]:
     return [f"# {name} = {value} (per message size): Open MPI coll/tuned's rules file "
             f"{FILE_NAME} beside this file, as the verify ran it" for name, value in

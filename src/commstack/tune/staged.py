@@ -9,6 +9,10 @@ Layout under results/<machine>/<campaign>/<case>/:
 A step over named settings (plan ``settings:``) first asks the pre-flight what the stack has:
 settings it cannot run are skipped, nothing launched for them, and the step's decision.json
 says why (commstack.tune.capable).
+
+A tune whose runs were simulated (a simulated flavour, SimGrid SMPI: commstack.simulated) says
+so: each step's decision.json has ``simulated`` (the simulator and platform), and the case's
+result carries the kind of its runs (``CaseResult.kind``) for what ``tuned/`` exports.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ from typing import Any, Callable, Dict, Hashable, List, Optional, Set, Tuple
 import yaml
 
 import commstack
-from commstack import preflight
+from commstack import flavours, preflight
+from commstack import simulated as sim
 from commstack.aggregate import metric_of, result_rows
 from commstack.launch.allocation import Allocation
+from commstack.launch.builder import LaunchError
 from commstack.launch.stack import StackError, resolve
 from commstack.machine import Machine, machine_launcher
 from commstack.matrix import settings as S
@@ -55,6 +61,8 @@ class CaseResult:
     defaults: Dict[str, Any] = field(default_factory=dict)  # the case's untuned configuration
     verify: Dict[str, Any] = field(default_factory=dict)  # tuned vs default: see verify_case
     chosen: Dict[str, Any] = field(default_factory=dict)  # what the steps chose
+    # Simulated (on which platform) or measured: the runs of the steps run here and the verify
+    kind: sim.Kind = sim.MEASURED
 
     @property
     def kept_default(self) -> bool:
@@ -169,6 +177,13 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
     default = {n: defaults[n] for n in names}
     tuned = per_size_settings(done_steps, {n: settings[n] for n in names})
     verify_dir = directory / "verify"
+    unverifiable = _simulator_refuses(plan, case, settings, names, tuned, machine)
+    if unverifiable:
+        log(f"{directory.name}: verify: not run: {unverifiable}")
+        check = {"faster": [], "slower": [], "same": [], "rule": plan.decision.text(),
+                 "not_run": unverifiable, "data": {}}
+        return CaseResult(case, tuned, done_steps, directory, runs, dict(tuned), default, check,
+                          tuned, case_kind(directory))
     pair = [default, tuned] if tuned != default else [default]
     runnable = runnable_settings(plan, case, settings, names, pair, default, verify_dir, machine,
                                  allocation)
@@ -185,7 +200,33 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
             + ", ".join(f"{k}={v}" for k, v in tuned.items()) + " is faster at no size)")
     return CaseResult(case, final, done_steps, directory, runs,
                       S.apply(final, runnable.block) if runnable.block else dict(final), default,
-                      check, tuned)
+                      check, tuned, case_kind(directory))
+
+
+def _simulator_refuses(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any],
+                       names: List[str], tuned: Dict[str, Any], machine: Optional[Machine]
+                       ) -> Optional[str]:
+    """Why a simulator cannot run the tuned setting (SimGrid SMPI forces one algorithm per
+    collective, so a per-size value cannot be simulated), or None: a real stack's verify runs,
+    and fails as any sweep does when it cannot."""
+    stacks = (plan.base.get("stacks") or {}).values()
+    if not any(flavours.get(str(s.get("flavour"))).simulated for s in stacks
+               if str(s.get("flavour")) in flavours.FLAVOURS):
+        return None
+    text = step_matrix_text(plan, case, settings, names, [tuned], plan.settings or None)
+    matrix = matrix_from_text(Path("verify") / "matrix.yaml", text)
+    try:
+        prepare(matrix, machine, None, review=True)
+    except (LaunchError, StackError) as exc:
+        return (f"{exc}; the steps' choice stands as they decided it, measured against the "
+                "incumbent in each step")
+    return None
+
+
+def case_kind(directory: Path) -> sim.Kind:
+    """Whether a case's runs (its step campaigns and verify under ``directory``) were simulated,
+    and on which platforms, or measured."""
+    return sim.kind_of_campaigns(sorted(p.parent for p in directory.glob("*/matrix.yaml")))
 
 
 def verify_case(plan: TunePlan, case: Dict[str, Any], directory: Path, names: List[str],
@@ -403,7 +444,9 @@ def _decide(plan: TunePlan, step: Step, case: Dict[str, Any], incumbent: Dict[st
     def named(cand: Hashable) -> Dict[str, Any]:
         return dict(zip(step.axes, cand))
 
+    kind = sim.kind_of_campaign(step_dir)
     return {
+        **({"simulated": kind.describe()} if kind.simulated else {}),
         "step": step.name,
         "case": case,
         "axes": step.axes,

@@ -18,7 +18,9 @@ number of commstack shows, the runs' median with its 95 % interval and count
 (:func:`commstack.report.numbers.interval_cell`), and after the number the markers of unclean
 runs (``⚠ov``, ``⚠sub``).
 
-Configurations are what varies between the points (stack, fabric, ...). The paper's figure puts
+Configurations are what varies between the points (stack, fabric, ...); a configuration of
+simulated runs (:mod:`commstack.simulated`) says ``(simulated)`` after its name, in the tables
+and the plot's legend, and is drawn dotted. The paper's figure puts
 three benchmarks side by side: run each as its own campaign and report them together
 (``commstack report GASNET_CAMPAIGN --with RMA_CAMPAIGN --with UNIBAND_CAMPAIGN``).
 """
@@ -37,6 +39,7 @@ from commstack.markdown_table import table
 from commstack.report.drawing import pyplot
 from commstack.report.numbers import interval_cell, reading_notes, unclean_markers
 from commstack.report.studies.base import Context, Study
+from commstack.simulated import MARK, marked, unmarked
 from commstack.store.record import Record
 
 GIB = 2 ** 30
@@ -69,15 +72,20 @@ class Series:
     samples: Dict[int, Tuple[float, ...]] = field(default_factory=dict)  # bytes -> runs
 
     @property
+    def simulated(self) -> bool:
+        return self.config.endswith(" " + MARK)
+
+    @property
     def label(self) -> str:
-        return f"{self.library} {self.op} ({self.config})"
+        return marked(f"{self.library} {self.op} ({unmarked(self.config)})", self.simulated)
 
 
 def _config_labels(figs: List[Figure]) -> Dict[int, str]:
     names = [n for n in varying(figs) if n not in ("benchmark", "bytes", "mode", "np", "node",
                                                     "benchmarks") and n not in _OPTIONS]
-    return {id(f): ", ".join(f"{n}={f.params[n]}" for n in names if f.params.get(n) is not None)
-            or "(all)" for f in figs}
+    return {id(f): marked(", ".join(f"{n}={f.params[n]}" for n in names
+                                    if f.params.get(n) is not None) or "(all)", f.simulation)
+            for f in figs}
 
 
 def _series(records: List[Record], metric: str, mode: str, ops: Dict[str, Tuple[str, str]],
@@ -142,6 +150,8 @@ def plot_bandwidth(series: List[Series], path: Path) -> Path:
             style = dict(color=reds(shade), linestyle="-.", marker="o")
         else:
             style = dict(color=greens(shade), linestyle="--", marker="+")
+        if s.simulated:
+            style["linestyle"] = ":"
         sizes = sorted(b for b in s.points if b > 0)
         ax.plot(sizes, [s.points[b] for b in sizes], markersize=4, linewidth=1.2,
                 label=s.label, **style)

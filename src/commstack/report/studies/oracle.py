@@ -22,6 +22,10 @@ gives, per case (benchmark, nodes, ranks per node, at the full job size):
 The choice is the tuner's rule (:mod:`commstack.tune.decide`): a candidate replaces the default
 only when corrected rank tests find it faster beyond the threshold at some message size and
 slower at none; a difference they cannot tell from noise is reported as such, never as a win.
+
+A tuning step of simulated runs (:mod:`commstack.simulated`) says so in its heading, and every
+configuration of simulated numbers (a table's candidate, default or choice, a plot's legend
+entry) says ``(simulated)``; its lines are dotted.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from commstack.report.defaults import is_default
 from commstack.report.drawing import pyplot
 from commstack.report.studies.base import Context, Study
 from commstack.report.tables import units
+from commstack.simulated import marked, platform
 from commstack.store.files import replace
 from commstack.tune import decide
 
@@ -115,6 +120,11 @@ class Curve:
     params: Dict[str, Any]
     values: Dict[int, float]
     samples: Dict[int, List[float]] = field(default_factory=dict)
+    simulated: Optional[str] = None  # the platform a simulator ran; None: measured
+
+    def named(self, text: str) -> str:
+        """``text`` (the curve's name), ``(simulated)`` after it when its numbers are."""
+        return marked(text, self.simulated)
 
     def at(self, axis: Axis) -> Values:
         return tuple(str(self.params.get(n, "")) for n in axis.names)
@@ -200,9 +210,11 @@ def settings_parameters(matrix: Optional[dict]) -> AbstractSet[str]:
 
 
 def cases(summary: List[Dict[str, Any]], axes: Sequence[Axis],
-          hidden: AbstractSet[str] = frozenset()) -> List[Case]:
+          hidden: AbstractSet[str] = frozenset(),
+          simulated: Optional[Dict[str, str]] = None) -> List[Case]:
     """Cases (collectives) with at least one varying axis, at the full job size; ``hidden``
-    parameters are left out of the curves' parameters."""
+    parameters are left out of the curves' parameters; ``simulated``: the platform of each
+    simulated point."""
     groups: Dict[Tuple, Dict[str, Curve]] = {}
     meta: Dict[Tuple, Tuple[str, bool]] = {}
     for row in summary:
@@ -215,7 +227,8 @@ def cases(summary: List[Dict[str, Any]], axes: Sequence[Axis],
         ppn = int(params.get("ranks_per_node", row.get("np") or 1))
         key = (row["benchmark"], nodes, ppn, int(row.get("np") or nodes * ppn))
         curve = groups.setdefault(key, {}).setdefault(
-            row["point_id"], Curve(row["point_id"], params, {}))
+            row["point_id"], Curve(row["point_id"], params, {},
+                                   simulated=(simulated or {}).get(row["point_id"])))
         size = int(row["bytes"])
         curve.values[size] = float(row["median"])
         if row.get("samples"):
@@ -380,7 +393,7 @@ def _draw(ax, curves: List[Tuple[str, Curve]], case: Case) -> None:
     for label, curve in curves:
         sizes = sorted(s for s in curve.values if s > 0)
         line, = ax.plot(sizes, [curve.values[s] for s in sizes], marker="o", markersize=3,
-                        label=label)
+                        label=curve.named(label), linestyle=":" if curve.simulated else "-")
         bounds = [curve.interval(s) for s in sizes]
         ax.fill_between(sizes, [b[0] for b in bounds], [b[1] for b in bounds],
                         color=line.get_color(), alpha=BAND_ALPHA, linewidth=0)
@@ -439,7 +452,7 @@ def tuned_vs_default_plot(case: Case, verdict: Verdict, out_dir: Path, tune: Tun
     plt = pyplot()
     tuned, default = verdict.chosen, verdict.default
     name = f"{case.prefix}_step{tune.index}.png"
-    describe = {id(c): "; ".join(_show(a, c.at(a), {}) for a in case.axes)
+    describe = {id(c): c.named("; ".join(_show(a, c.at(a), {}) for a in case.axes))
                 for c in (tuned, default)}
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), dpi=110, sharex=True,
                                       gridspec_kw={"height_ratios": [3, 1.3]})
@@ -489,7 +502,7 @@ def _candidates_table(case: Case, verdict: Verdict, tune: TuneStep) -> List[str]
             continue
         probe = Verdict(curve, verdict.default, False)
         compare_sizes(probe, tune, case.lower_is_better)
-        name = "; ".join(_show(a, curve.at(a), {}) for a in case.axes)
+        name = curve.named("; ".join(_show(a, curve.at(a), {}) for a in case.axes))
         mark = " **(chosen)**" if curve is verdict.chosen and verdict.changed else ""
         rows.append([name + mark, len(probe.faster), len(probe.within), len(probe.slower)])
     return table(["candidate", "faster", "no significant difference", "slower"],
@@ -497,11 +510,16 @@ def _candidates_table(case: Case, verdict: Verdict, tune: TuneStep) -> List[str]
 
 
 def oracle_section(summary: List[Dict[str, Any]], axes: Sequence[Axis], out_dir: Path,
-                   tune: TuneStep, hidden: AbstractSet[str] = frozenset()
+                   tune: TuneStep, hidden: AbstractSet[str] = frozenset(),
+                   simulated: Optional[Dict[str, str]] = None
                    ) -> Tuple[List[str], List[StudyPlot]]:
-    """Markdown lines and the plots written, for a campaign of a staged tuning."""
+    """Markdown lines and the plots written, for a campaign of a staged tuning; ``simulated``:
+    the platform of each simulated point (its configurations say so)."""
     heading = ("## Tuned vs default (OCI tuning-study style)" if tune.verify
                else f"## Tuning step {tune.index}: {tune.step} (OCI tuning-study style)")
+    if simulated:
+        heading += (f", simulated on {' and '.join(sorted(set(simulated.values())))}, "
+                    "not measured")
     lines = ["", heading, "",
              "A campaign of `commstack tune` ("
              + (f"the check of the tuned setting after the steps {', '.join(tune.steps)}"
@@ -517,7 +535,7 @@ def oracle_section(summary: List[Dict[str, Any]], axes: Sequence[Axis], out_dir:
         lines += ["Skipped before the step ran (the pre-flight's view of the stack; nothing "
                   "was launched for them):", ""]
         lines += [f"- {s['text']} (stack {s['stack']!r})" for s in tune.skipped] + [""]
-    found = cases(summary, axes, hidden)
+    found = cases(summary, axes, hidden, simulated)
     if not found:
         lines.append("Only one configuration has results here (the default was kept, or the "
                      "others failed): nothing to compare.")
@@ -532,7 +550,7 @@ def oracle_section(summary: List[Dict[str, Any]], axes: Sequence[Axis], out_dir:
                       + ") has no successful runs here: nothing is chosen.", ""]
             continue
         verdict = judge(case, default, tune)
-        shown = {id(c): "; ".join(_value(a, c.at(a)) for a in case.axes)
+        shown = {id(c): c.named("; ".join(_value(a, c.at(a)) for a in case.axes))
                  for c in (verdict.chosen, default)}
         parameter = ", ".join(a.label() for a in case.axes)
         kept = "" if verdict.changed or tune.verify else " (default kept)"
@@ -566,9 +584,10 @@ def _section(context: Context) -> List[str]:
     if tune is None:
         return []
     matrix = _last_matrix(context)
+    simulated = {r.point_id: platform(r.simulation) for r in context.swept if r.simulation}
     lines, plots = oracle_section(aggregate(context.swept, with_samples=True),
                                   matrix_axes(matrix), context.out_dir, tune,
-                                  settings_parameters(matrix))
+                                  settings_parameters(matrix), simulated)
     if plots:
         replace(context.out_dir / "oracle_images.csv", images_csv(plots).encode())
     return lines
