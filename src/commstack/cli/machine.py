@@ -35,9 +35,10 @@ def register(p: argparse.ArgumentParser) -> None:
     check.add_argument("--cheap", action="store_true",
                        help="only the checks `run` and `submit` make (node layout, srun plugins)")
     check.add_argument("--json", action="store_true", help="JSON for scripts")
-    from commstack.cli import machine_capture
+    from commstack.cli import machine_calibrate, machine_capture
 
     machine_capture.register(sub)
+    machine_calibrate.register(sub)
 
 
 def resolve(name: str) -> Machine:
@@ -72,6 +73,10 @@ def execute(args: argparse.Namespace) -> int:
         from commstack.cli import machine_capture
 
         return machine_capture.execute(args)
+    if args.machine_command == "calibrate":
+        from commstack.cli import machine_calibrate
+
+        return machine_calibrate.execute(args)
     from commstack.machine.check import check_machine
     from commstack.machine.check.render import as_json, table
 

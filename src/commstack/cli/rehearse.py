@@ -6,6 +6,9 @@ Node counts are capped to the cluster, ranks per node to its cores, sizes and it
 (site-configs/slurm-ci/counterparts.yaml). Each point shape runs as a real srun step, is parsed,
 and the report is written in the study's layout under a banner saying it is a rehearsal. Results:
 <out>/slurm-ci/rehearse-<machine>-<name>/ (rehearsal.yaml and rehearsal.json say what changed).
+
+``--simulate``: the machine's own node and rank counts on its simulated machine instead (SimGrid
+SMPI on this node, commstack.rehearsal.simulate): <out>/<machine>/simulate-<name>/.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 from commstack.errors import CampaignError
-from commstack.rehearsal import build
+from commstack.rehearsal import build, simulate
 from commstack.rehearsal.scale import Budget
 from commstack.store.campaign import Campaign
 from commstack.tune.plan import is_tune_plan
@@ -37,6 +40,10 @@ def register(p: argparse.ArgumentParser) -> None:
                         "values from the first point of each: big matrices in minutes")
     p.add_argument("--dry-run", action="store_true",
                    help="write the rehearsal's matrix or plan and print its points; run nothing")
+    p.add_argument("--simulate", action="store_true",
+                   help="run it at the machine's own node and rank counts on its simulated "
+                        "machine (SimGrid SMPI on this node; environments/local view smpi), not "
+                        "cut down on the test cluster")
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -57,9 +64,10 @@ def execute(args: argparse.Namespace) -> int:
         for report in _reports(root, others, _environment(args.sources[0])):
             print(f"rehearsal report: {report}")
         failed += _failed_runs(root)
+    where = roots[0].parent if args.simulate else args.out / MACHINE
     print(f"rehearsal: {failed} failed runs in {len(roots)} campaign(s) under "
-          f"{args.out / MACHINE}" + (f"; a run stopped with exit status {status}"
-                                      if status not in (0, 3) else ""))
+          f"{where}" + (f"; a run stopped with exit status {status}"
+                        if status not in (0, 3) else ""))
     if status not in (0, 3) and not failed:
         return status
     return 3 if failed else 0
@@ -68,20 +76,31 @@ def execute(args: argparse.Namespace) -> int:
 def _rehearse(source: Path, args: argparse.Namespace) -> Tuple[Path, int]:
     """Write one source's rehearsal and run it (or print its plan); its root and exit status."""
     kind = "plan" if is_tune_plan(source) else "matrix"
-    rehearsal = (build.plan_rehearsal(source, Budget()) if kind == "plan"
-                 else build.matrix_rehearsal(source, Budget(), shapes=args.shapes))
+    if args.simulate:
+        rehearsal = (simulate.plan_simulation(source) if kind == "plan"
+                     else simulate.matrix_simulation(source))
+        rehearsal.simulated = True
+        machine = rehearsal.machine
+    else:
+        rehearsal = (build.plan_rehearsal(source, Budget()) if kind == "plan"
+                     else build.matrix_rehearsal(source, Budget(), shapes=args.shapes))
+        machine = MACHINE
     name = rehearsal.data["campaign"]
-    root = args.out / MACHINE / name
+    root = args.out / machine / name
     target = build.write(rehearsal, root)
     for note in rehearsal.notes:
         print(f"rehearsal {name}: {note}")
-    common = ["--machine", MACHINE, "--out", str(args.out), "--campaign", name]
+    common = ["--machine", machine, "--out", str(args.out), "--campaign", name]
     env = _environment(source)
     if args.dry_run:
         return root, subprocess.run([sys.executable, "-m", "commstack", "plan", str(target),
                                      *common, "--review"], env=env).returncode
     command = [sys.executable, "-m", "commstack", "tune" if kind == "plan" else "run",
                str(target), *common]
+    if args.simulate:  # one process on this node, whatever the allocation; deterministic
+        command.append("--local")
+        print("rehearsal: " + " ".join(command), flush=True)
+        return root, subprocess.run(command, env=env).returncode
     if not os.environ.get("SLURM_JOB_ID"):
         command = ["salloc", f"--nodes={rehearsal.nodes}", "--exclusive", f"--time={args.time}",
                    *command]

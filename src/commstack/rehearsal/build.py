@@ -41,15 +41,18 @@ class Rehearsal:
     notes: List[str] = field(default_factory=list)
     points: Dict[str, List[str]] = field(default_factory=dict)  # rehearsal id -> source ids
     nodes: int = 1  # the most nodes a point needs
+    simulated: bool = False  # at the machine's own scale on its simulated machine
 
     def text(self) -> str:
+        what = ("a simulated rehearsal at the machine's own scale (SimGrid SMPI)" if self.simulated
+                else "a small-scale rehearsal on the test cluster")
         header = (f"# Written by `commstack rehearse` from {self.source.name} ({self.machine}): "
-                  "a small-scale rehearsal on the test cluster; see rehearsal.json.\n")
+                  f"{what}; see rehearsal.json.\n")
         return header + yaml.safe_dump(self.data, sort_keys=False)
 
     def summary(self) -> Dict[str, Any]:
         return {"source": str(self.source), "machine": self.machine, "kind": self.kind,
-                "notes": self.notes, "points": self.points}
+                "simulated": self.simulated, "notes": self.notes, "points": self.points}
 
 
 def machine_of(path: Path) -> str:

@@ -23,9 +23,17 @@ def banner(campaign_root: Path) -> List[str]:
     if path is None:
         return []
     info = json.loads(path.read_text())
-    lines = [f"> **Rehearsal, not a measurement of {info['machine']}.** `{Path(info['source']).name}` "
-             "run at small scale on the local Slurm test cluster (nodes, ranks, sizes and "
-             "iterations cut down; local stacks for the machine's). Its numbers show that every "
-             "point shape runs and parses; they say nothing about the machine.", ">"]
+    if info.get("simulated"):
+        lines = [f"> **Simulated rehearsal, not a measurement of {info['machine']}.** "
+                 f"`{Path(info['source']).name}` run at its own node and rank counts on the "
+                 "machine as SimGrid SMPI simulates it (repetitions cut, one repeat, knobs SMPI "
+                 "cannot simulate left out). Its numbers show that every point runs and parses "
+                 "at this scale, and what the model predicts; they are not the machine's.", ">"]
+    else:
+        lines = [f"> **Rehearsal, not a measurement of {info['machine']}.** "
+                 f"`{Path(info['source']).name}` run at small scale on the local Slurm test "
+                 "cluster (nodes, ranks, sizes and iterations cut down; local stacks for the "
+                 "machine's). Its numbers show that every point shape runs and parses; they say "
+                 "nothing about the machine.", ">"]
     lines += [f"> - {note}" for note in info.get("notes", [])]
     return lines + [""]
