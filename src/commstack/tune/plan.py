@@ -272,7 +272,10 @@ def load_plan(path: Path) -> TunePlan:
             if key not in plan.cases:
                 raise MatrixError(f"{path}: exclude_cases: {key!r} is not a `cases` dimension "
                                   f"({', '.join(plan.cases) or 'none'})")
-    bench = registry.get(base["benchmark"])
+    try:
+        bench = registry.get(str(base["benchmark"]))
+    except KeyError as exc:
+        raise MatrixError(f"{path}: base.benchmark: {exc.args[0]}") from None
     try:
         S.check(settings, bench)
     except ValueError as exc:
