@@ -17,9 +17,12 @@ simulated outputs for the parser.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
+import re
 import shutil
+import subprocess
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -85,6 +88,14 @@ def real_smpi():
                     "setup_spack.sh builds environments/local's view smpi; or smpirun on PATH "
                     "and COMMSTACK_SMPI_IMB_BIN=<folder of its IMB-MPI1>)")
     return smpirun, Path(imb)
+
+
+@functools.lru_cache(maxsize=None)
+def smpi_version() -> str:
+    """The version the real smpirun says it is ("SimGrid version 4.1"), as records name it."""
+    done = subprocess.run([real_smpi()[0], "-version"], capture_output=True, text=True,
+                          timeout=60)
+    return re.search(r"SimGrid version (\S+)", done.stdout + done.stderr)[1].rstrip(".")
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +175,7 @@ def test_each_simulated_record_names_the_simulator_and_platform(simulated):
     for r in found:
         sim = r["simulation"]
         assert (sim["simulator"], sim["version"], sim["platform"]) == (
-            "SimGrid SMPI", "3.32", PLATFORM)
+            "SimGrid SMPI", smpi_version(), PLATFORM)
         assert sim["model"].startswith(PLATFORM) and "placeholders (VERIFY)" in sim["model"]
 
 
@@ -231,7 +242,7 @@ def test_a_simulated_report_says_so_first_and_in_every_column(simulated):
     lines = report.splitlines()
     assert lines[2].startswith("> **Simulated, not measured.**")
     banner = "\n".join(line for line in lines if line.startswith(">"))
-    for said in ("SimGrid SMPI 3.32", PLATFORM, "- model: " + PLATFORM,
+    for said in (f"SimGrid SMPI {smpi_version()}", PLATFORM, "- model: " + PLATFORM,
                  "placeholders (VERIFY", "network.topology.nodes_per_leaf 16"):
         assert said in banner
     # The host line does not read as if the numbers were measured on this host.
@@ -240,7 +251,7 @@ def test_a_simulated_report_says_so_first_and_in_every_column(simulated):
     assert host.startswith("- simulation host (where the simulator ran; no number below was "
                            "measured on it)") and PLATFORM in host
     stack = next(line for line in lines if line.startswith("- stack `sim`"))
-    assert f"simulated by SimGrid SMPI 3.32 on {PLATFORM}" in stack
+    assert f"simulated by SimGrid SMPI {smpi_version()} on {PLATFORM}" in stack
     columns = _columns(report)
     assert columns and all(c.endswith(MARK) for c in columns)
     with open(simulated / "summary.csv", newline="") as handle:
@@ -274,7 +285,7 @@ def test_a_report_of_both_kinds_says_which_stack_is_which(store):
     report = _report(_campaign(store, "both"))
     lines = report.splitlines()
     assert lines[2].startswith("> **Partly simulated, not all measured.** The stack `sim` is "
-                               f"simulated (SimGrid SMPI 3.32 on the platform {PLATFORM})")
+                               f"simulated (SimGrid SMPI {smpi_version()} on the platform {PLATFORM})")
     assert "The stack `impi` was measured." in lines[2]
     host = next(line for line in lines if "CPUs available" in line)
     assert "the measured stacks ran here" in host and PLATFORM in host
@@ -376,13 +387,13 @@ def test_compare_refuses_simulated_against_measured_unless_asked(store, tmp_path
     args = ("compare", str(a), str(b), "--ignore", "nodes", "--ignore", "ranks_per_node")
     refused = commstack(*args)
     assert refused.returncode == 2
-    assert f"A ({a}) is simulated (SimGrid SMPI 3.32, platform {PLATFORM})" in refused.stderr
+    assert f"A ({a}) is simulated (SimGrid SMPI {smpi_version()}, platform {PLATFORM})" in refused.stderr
     assert f"B ({b}) is measured" in refused.stderr and "--simulated-vs-measured" in refused.stderr
     out = tmp_path / "cmp.md"
     asked = commstack(*args, "--simulated-vs-measured", "--out", str(out))
     assert asked.returncode in (0, 1), asked.stderr
     first = asked.stdout.splitlines()[0]
-    assert first == (f"**Simulated against measured: A ({a}) is simulated (SimGrid SMPI 3.32, "
+    assert first == (f"**Simulated against measured: A ({a}) is simulated (SimGrid SMPI {smpi_version()}, "
                      f"platform {PLATFORM}); B ({b}) is measured. A difference between them is "
                      "the simulation's error as much as any change: no verdict below is a "
                      "regression or an improvement of a machine.**")
@@ -397,7 +408,7 @@ def test_compare_refuses_simulated_against_measured_unless_asked(store, tmp_path
 def test_compare_of_two_simulations_says_so_and_two_measurements_as_before(store):
     same = commstack("compare", str(_campaign(store, "sim-a")), str(_campaign(store, "sim-c")))
     assert same.returncode == 0, same.stderr
-    assert same.stdout.startswith("**Both sides are simulated (SimGrid SMPI 3.32, platform "
+    assert same.stdout.startswith(f"**Both sides are simulated (SimGrid SMPI {smpi_version()}, platform "
                                   f"{PLATFORM}): A (")
     assert "| benchmark=PingPong, bytes=0 (simulated) |" in same.stdout
     measured = commstack("compare", str(_campaign(store, "meas-b")), str(_campaign(store, "meas-d")))
@@ -429,7 +440,7 @@ def test_a_baseline_is_never_of_the_other_kind(store):
     assert head.startswith(f"Baseline: {_campaign(store, 'meas-b')} (")
     for other in ("sim-a", "both", "sim-c"):
         assert f"Not a baseline of meas-d: {_campaign(store, other)} (" in head
-    assert "is simulated (SimGrid SMPI 3.32" in head and "is partly simulated" in head
+    assert f"is simulated (SimGrid SMPI {smpi_version()}" in head and "is partly simulated" in head
     sim = commstack("compare", str(sim_c), "--baseline-last", "3")
     assert sim.returncode == 0, sim.stderr
     assert sim.stdout.startswith("**Both sides are simulated")
@@ -622,9 +633,6 @@ def test_a_simulated_tune_whose_verify_could_not_run_exports_the_rules_file_it_c
         simulated, tmp_path):
     """SMPI cannot run a per-size value, so a simulated tune's verify is not run; its rules file
     is then written from the steps' choice, for the rank count the steps ran, and says so."""
-    import re
-    import shutil
-
     from commstack import simulated as sim
     from commstack.benchmarks import registry
     from commstack.store.campaign import Campaign
