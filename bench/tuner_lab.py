@@ -29,6 +29,7 @@ import random
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -202,7 +203,8 @@ def null_tunes(work: Path, count: int, noise: float, repeats: int) -> Dict[str, 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--plan", type=Path, default=PLAN)
-    p.add_argument("--work", type=Path, default=Path("/tmp/commstack-tuner-lab"))
+    p.add_argument("--work", type=Path,
+                   default=Path(tempfile.gettempdir()) / "commstack-tuner-lab")
     p.add_argument("--cases", action="append", default=[], metavar="KEY=VALUE",
                    help="only the cases with one of these comma-separated values (repeatable)")
     p.add_argument("--noise", type=float, default=0.0, help="log-sd of per-launch noise")
