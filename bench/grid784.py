@@ -37,7 +37,6 @@ from commstack.store import tidy_index  # noqa: E402
 from commstack.store.campaign import Campaign  # noqa: E402
 from commstack.store.files import write_new  # noqa: E402
 from commstack.store.record import Record  # noqa: E402
-from commstack.store.table import write_records_csv  # noqa: E402
 
 AXES: Dict[str, List] = {
     "UCX_TLS": ["all", "self,sm", "self,sm,tcp", "self,tcp"],
@@ -59,8 +58,8 @@ def matrix_text(name: str) -> str:
 
 def generate(root: Path) -> Path:
     campaign_dir = root / "bench" / "grid784"
-    if (campaign_dir / "records.csv").exists():
-        tidy_index.ensure(campaign_dir)  # a campaign an earlier version of this script wrote
+    if (campaign_dir / "index").is_dir():
+        tidy_index.ensure(campaign_dir)  # a campaign an earlier run of this script wrote
         return campaign_dir
     session = campaign_dir / "sessions" / "20261124T000000Z-bench-1"
     session.mkdir(parents=True, exist_ok=True)
@@ -94,7 +93,6 @@ def generate(root: Path) -> Path:
                 write_new(attempt.record_path, record.dumps())
             finally:
                 attempt.release()
-    write_records_csv(campaign_dir, campaign.records())
     # As `commstack run` leaves it: each runner adds its record's part, the run's end merges them.
     tidy_index.ensure(campaign_dir)
     return campaign_dir

@@ -15,9 +15,9 @@ process count (as IMB with ``-npmin`` = all processes).
 Each command runs in a child process; wall time by the clock, peak RSS from
 ``resource.getrusage(RUSAGE_CHILDREN)`` of a fresh helper process per run (the largest process
 of the tree: drawing workers are forked from the report). The generator ends as ``commstack run``
-does, writing records.csv through the store (``write_records_csv``) and leaving the Parquet
-index of every record in one part (``tidy_index.ensure``). ``report`` is run cold
-(report/ and summary.csv removed first; records.csv as the run left it) and, for the new code,
+did until records.csv became an export on request (bench/store_scale.py measures that change),
+leaving the Parquet index of every record in one part (``tidy_index.ensure``). ``report`` is run
+cold (report/ and summary.csv removed first) and, for the new code,
 warm again (nothing changed: figures are not redrawn), and once more on a copy of the campaign
 with its records in schema 3 (what ``commstack run`` writes now). Both codes run with their
 modules compiled first (as an installed package has them). Medians over ``--repeats``; a run
@@ -62,7 +62,6 @@ from commstack.store import tidy_index  # noqa: E402
 from commstack.store.campaign import Campaign  # noqa: E402
 from commstack.store.files import write_new_json  # noqa: E402
 from commstack.store.record import Record  # noqa: E402
-from commstack.store.table import write_records_csv  # noqa: E402
 
 IMB_OUTPUT = ROOT / "tests/fixtures/imb/openmpi-4.1.4/v2021.11-mpi1-allreduce-np4.out"
 RECORD = next((ROOT / "tests/fixtures/campaigns/local/schema1-local/points").glob(
@@ -133,8 +132,8 @@ def generate(root: Path, records: int) -> Path:
 def write_campaign(campaign_dir: Path, axes: Dict[str, List], shards: int = 2) -> Path:
     """A campaign of the sweep ``axes`` (stack, UCX_TLS, UCX_RNDV_THRESH, ranks_per_node,
     benchmarks), 3 repeats per point."""
-    if (campaign_dir / "records.csv").exists():
-        tidy_index.ensure(campaign_dir)  # a campaign an earlier version of this script wrote
+    if (campaign_dir / "index").is_dir():
+        tidy_index.ensure(campaign_dir)  # a campaign an earlier run of this script wrote
         return campaign_dir
     session = campaign_dir / "sessions" / "20261124T000000Z-bench-1"
     session.mkdir(parents=True, exist_ok=True)
@@ -147,7 +146,6 @@ def write_campaign(campaign_dir: Path, axes: Dict[str, List], shards: int = 2) -
     else:
         with multiprocessing.get_context("fork").Pool(shards) as pool:
             pool.starmap(_write_points, [(campaign_dir, axes, i, shards) for i in range(shards)])
-    write_records_csv(campaign_dir, campaign.records())  # as `commstack run` ends
     tidy_index.ensure(campaign_dir)  # the index as `commstack run` leaves it: one merged part
     return campaign_dir
 
@@ -246,14 +244,14 @@ def as_written_now(campaign_dir: Path) -> Path:
     """The same campaign with every record in schema 3, the form ``commstack run`` writes now
     (today's code reads only schema 2, so the side-by-side runs use that)."""
     target = campaign_dir.with_name(campaign_dir.name + "-schema3")
-    if (target / "records.csv").exists():
+    if (target / "index").is_dir():
         return target
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(campaign_dir, target)
     for path in target.glob("points/*/rep*.try*/record.json"):
         path.write_bytes(Record.load(path).dumps())
-    (target / "records.csv").unlink()
-    write_records_csv(target, Campaign(target).records())  # as `commstack run` ends
+    shutil.rmtree(target / "index", ignore_errors=True)
+    tidy_index.ensure(target)
     return target
 
 

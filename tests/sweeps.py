@@ -35,6 +35,13 @@ def commstack(*args: str, timeout: float = 600, **kw) -> subprocess.CompletedPro
                           text=True, timeout=timeout, **kw)
 
 
+def records_csv(root: Path) -> str:
+    """records.csv of a campaign, as a user gets it: `commstack query CAMPAIGN --records`."""
+    done = commstack("query", str(root), "--records")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
 def start(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "commstack", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

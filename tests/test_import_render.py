@@ -9,6 +9,7 @@ cartex/results/betzy/27_nodes/{halo_fields_allcores,staged}.md).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 from textwrap import dedent
@@ -27,7 +28,7 @@ from commstack.report.published import (
 )
 from commstack.store.record import Record
 from tests.conftest import REPO
-from tests.sweeps import commstack, records
+from tests.sweeps import commstack, records, records_csv
 
 REFERENCE = REPO / "results" / "betzy" / "reference"
 SEEDS = {"betzy_allcores_27nodes": 48, "betzy_halfcores_staged_vs_standard": 320}
@@ -145,7 +146,7 @@ def test_records_look_like_sweep_records_but_say_they_are_imported(imported):
     assert rec["source"]["file"] == "betzy_allcores_27nodes.md"
     assert {p["line"] for p in rec["source"]["printed"]} == {33, 103}
     assert rec["argv"] == [] and rec["command"] is None and rec["start"] is None
-    table = pd.read_csv(root / "records.csv")
+    table = pd.read_csv(io.StringIO(records_csv(root)))
     assert len(table) == 368 and set(table["param.order"]) == {"XYZ", "ZYX"}
     summary = pd.read_csv(root / "summary.csv")
     assert len(summary) == 368 and set(summary["n"]) == {1}

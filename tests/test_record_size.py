@@ -60,7 +60,7 @@ def test_bytes_per_record_beyond_the_raw_output(campaign):
     assert index > 0, "the sweep wrote the index"
     # The index's share: what each record adds to it (a Parquet file's footer and column
     # headers, a few KB, are the campaign's, as campaign.json and the sessions are).
-    one = len(tidy_index._parquet_bytes(tidy_index.rows_of(Record.load(records[0]))))
+    one = len(tidy_index._parquet_bytes(tidy_index._table_of([Record.load(records[0])])))
     per_record = stored / len(records) + (index - one) / (len(records) - 1)
     assert per_record <= BUDGET, f"{per_record:.0f} bytes per record beyond the raw output"
     for path in records:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from commstack.cli.status import scan_campaign, scan_records
+from commstack.cli.status import scan_campaign
 from commstack.store import state_log
 from commstack.store.campaign import Campaign
 from commstack.store.record import stored_status
@@ -39,15 +39,23 @@ def _status(root: Path) -> str:
     return out.stdout.strip()
 
 
-def _as_records_say(root: Path) -> dict:
-    return {key: status for key, status, _ in scan_records(Campaign(root))}
+def _as_records_say(root: Path) -> tuple:
+    """The pairs done and every other attempt's status, as the log holds them (``_says``)."""
+    found = Campaign(root).scan_records()
+    done = {state_log.pair(p, r) for (p, r, _), status, _ in found if status == "ok"}
+    return done, {key: status for key, status, _ in found
+                  if state_log.pair(key[0], key[1]) not in done}
+
+
+def _says(logged: state_log.Logged) -> tuple:
+    return logged.done, logged.attempts
 
 
 def test_the_sweep_writes_the_log_and_status_reads_it(campaign):
     logged = state_log.read(campaign)
     assert logged is not None, "the sweep left no usable status log"
-    assert logged.attempts == _as_records_say(campaign)
-    assert sorted(set(logged.attempts.values())) == ["ok", "parse-error"]
+    assert _says(logged) == _as_records_say(campaign)
+    assert logged.done and set(logged.attempts.values()) == {"parse-error"}
     before = state_log.log_path(campaign).read_bytes()
     assert _status(campaign).endswith(SUMMARY)
     assert state_log.log_path(campaign).read_bytes() == before  # read, nothing to repair
@@ -58,11 +66,11 @@ def test_a_missing_or_damaged_log_is_rebuilt_from_the_records(campaign):
     path.unlink()
     assert state_log.read(campaign) is None
     assert _status(campaign).endswith(SUMMARY)
-    assert state_log.read(campaign).attempts == _as_records_say(campaign)
+    assert _says(state_log.read(campaign)) == _as_records_say(campaign)
     path.write_bytes(path.read_bytes() + b"garbage line\n")
     assert state_log.read(campaign) is None
     assert _status(campaign).endswith(SUMMARY)
-    assert state_log.read(campaign).attempts == _as_records_say(campaign)
+    assert _says(state_log.read(campaign)) == _as_records_say(campaign)
 
 
 def test_a_change_to_the_points_makes_the_log_stale(campaign):
@@ -81,7 +89,7 @@ def test_a_change_to_the_points_makes_the_log_stale(campaign):
     text = (ok[1] / "record.json").read_text()
     (retry / "record.json").write_text(text.replace('"attempt":1', '"attempt":2'))
     assert _status(campaign).endswith("2 done, 1 failed, 0 running, 1 pending (of 4 runs)")
-    assert state_log.read(campaign).attempts == _as_records_say(campaign)
+    assert _says(state_log.read(campaign)) == _as_records_say(campaign)
 
 
 def test_an_attempt_without_its_status_line_is_read_from_its_folder(campaign):
@@ -99,4 +107,27 @@ def test_an_attempt_without_its_status_line_is_read_from_its_folder(campaign):
     assert logged.attempts[key] is None  # claimed, no status
     scan = scan_campaign(Campaign(campaign))
     assert scan.state(key[0], key[1]) == "failed"
-    assert state_log.read(campaign).attempts == _as_records_say(campaign)
+    assert _says(state_log.read(campaign)) == _as_records_say(campaign)
+
+
+def test_a_long_log_is_read_by_its_done_lines_and_written_compact(tmp_path):
+    """Each attempt appends a claim and a status line; past ``COMPACT_ABOVE`` lines of other
+    kinds the reader rewrites the log with one line per attempt, after which a log of done
+    attempts is read by one regular expression. The records say the same either way."""
+    root = tmp_path / "c"
+    (root / "points").mkdir(parents=True)
+    count = state_log.COMPACT_ABOVE + 5
+    lines = [f"c\tp{i:06d}\t1\t1\ns\tp{i:06d}\t1\t1\tok\t-\n" for i in range(count)]
+    lines += ["c\tq\t1\t1\n", "s\tq\t1\t1\tcrash\t-\n", "c\tq\t1\t2\n", "c\tr\t2\t1\n"]
+    state_log.log_path(root).parent.mkdir()
+    state_log.log_path(root).write_text(state_log.HEADER.decode() + "".join(lines))
+    first = state_log.read(root)
+    assert len(first.done) == count and "p000000\t1" in first.done
+    assert first.attempts == {("q", 1, 1): "crash", ("q", 1, 2): None, ("r", 2, 1): None}
+    compact = state_log.log_path(root).read_text().splitlines()
+    assert len(compact) == 1 + count + 3  # the header, one line per attempt
+    assert not any(line.startswith("c\tp") for line in compact)
+    again = state_log.read(root)
+    assert (again.done, again.attempts) == (first.done, first.attempts)
+    state_log.log_path(root).write_text(state_log.HEADER.decode() + "s\tx\t1\t1\tok\t-")
+    assert state_log.read(root) is None  # cut off mid-line: rebuilt from the records

@@ -3,6 +3,7 @@ Intel MPI from PyPI, 2 and 4 ranks, parsed and aggregated over 5 repeats."""
 
 from __future__ import annotations
 
+import io
 import shutil
 from textwrap import dedent
 
@@ -10,7 +11,7 @@ import pandas as pd
 import pytest
 
 from commstack.aggregate import trimmed_mean
-from tests.sweeps import commstack, ok_counts, records
+from tests.sweeps import commstack, ok_counts, records, records_csv
 
 pytestmark = pytest.mark.mpi
 
@@ -50,7 +51,7 @@ def test_every_run_succeeded_once(campaign):
 
 def test_records_table_reads_in_pandas(campaign):
     _, root = campaign
-    table = pd.read_csv(root / "records.csv")
+    table = pd.read_csv(io.StringIO(records_csv(root)))
     assert set(table["benchmark"]) == {"Alltoall", "Allgather", "Allreduce", "PingPong"}
     # 4 ranks: collectives run at np 2 and 4 (IMB's default npmin 2); PingPong uses 2.
     four = table[table["ranks"] == 4]

@@ -26,7 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import commstack
 from commstack import adaptive, preflight, provenance, run_order
@@ -45,11 +45,10 @@ from commstack.plan import Plan, PreparedPoint, prepare  # noqa: F401 (commstack
 from commstack.progress import Progress
 from commstack.run_order import rotated  # noqa: F401 (commstack.sweep.rotated, as before)
 from commstack.store import campaign as store
-from commstack.store import state_log, tidy_index
+from commstack.store import state_log, table, tidy_index
 from commstack.store.campaign import Campaign
 from commstack.store.files import write_new, write_new_json
 from commstack.store.record import Placement, Record, SlurmStep, StackInfo, UcxReport
-from commstack.store.table import write_records_csv
 
 REPO_ROOT = Path(commstack.__file__).resolve().parents[2]
 
@@ -123,12 +122,17 @@ def run_sweep(
     repeats = [only_repeat] if only_repeat is not None else range(1, matrix.first_repeats + 1)
     work = [item for repeat in repeats for item in in_order(repeat, plan.points)]
     progress = Progress(len(work), max(1, parallel))
+    done_before = _done_by_log(campaign)
     evidence: Dict[str, Optional[Dict[str, object]]] = {}  # point id -> its evidence run's reading
     evidence_lock = threading.Lock()
 
     def one(repeat: int, prepared: PreparedPoint, order: Dict[str, object]) -> None:
         """Claim and run one (point, repeat) if it needs running; account for it in result."""
         pid = prepared.point.id
+        if state_log.pair(pid, repeat) in done_before:  # done is final: no claim, no read
+            result.skipped_done += 1
+            progress.skipped()
+            return
         campaign.save_point(prepared.point)
         timeout = _time_budget(campaign, prepared.point, matrix, plan.allocation)
         if timeout is None:
@@ -205,12 +209,23 @@ def run_sweep(
         for sig, handler in old_handlers.items():
             signal.signal(sig, handler)
         result.interrupted = result.interrupted or runner.STOP.is_set()
-        # records.csv is derived (the next run writes it again): when the sweep is already
-        # failing (a full disk), failing to write it must not hide that error.
+        # What the session's end costs is the session's own: its one-record index parts
+        # merged, never the campaign read again (docs/measured.md). When the sweep is already
+        # failing (a full disk), failing here must not hide that error.
         with contextlib.suppress(*((OSError,) if sys.exc_info()[0] else ())):
-            write_records_csv(campaign.root, campaign.records())
+            retired = table.retire(campaign.root)
+            if retired:
+                log(retired)
             tidy_index.compact(campaign.root)
     return result
+
+
+def _done_by_log(campaign: Campaign) -> Set[str]:
+    """The (point, repeat) pairs the status log says are done (the log rebuilt first when it is
+    missing or stale): a session resuming a large campaign skips them without claiming them or
+    reading their records, so what it costs is what it runs (``Campaign.claim`` decides for
+    every other pair). Done is final: a pair done now is done when its turn comes."""
+    return campaign.logged().done
 
 
 def stop_before(campaign: Campaign, point: Point, matrix: Matrix, repeat: int) -> Optional[str]:

@@ -50,20 +50,54 @@ def parsed_snapshot(family: str, path: Path) -> dict:
 
 
 def tidy_tables(root: Path) -> "tuple[str, str]":
+    """records.csv as ``commstack query --records`` writes it (from the index of a copy of the
+    campaign, so the committed folder is left as it is), and the summary over repeats."""
+    import shutil
+    import tempfile
+
     from commstack.aggregate import aggregate
     from commstack.store.campaign import Campaign
-    from commstack.store.table import tidy_rows, to_csv
+    from commstack.store.table import write_csv
 
     records = list(Campaign(root).records())
     summary = sorted(aggregate(records), key=lambda r: json.dumps(r, sort_keys=True, default=str))
-    return to_csv(tidy_rows(records)), to_csv(summary)
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / root.parent.name / root.name
+        shutil.copytree(root, copy, ignore=shutil.ignore_patterns("index"))
+        sink = io.BytesIO()
+        write_csv([copy], sink)
+    return sink.getvalue().decode(), to_csv(summary)
+
+
+def to_csv(rows: list) -> str:
+    columns: list = []
+    for row in rows:
+        columns += [key for key in row if key not in columns]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns)
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: json.dumps(v, sort_keys=True) if isinstance(v, (list, dict))
+                         else "" if v is None else v for k, v in row.items()})
+    return buf.getvalue()
 
 
 def canonical_csv(text: str) -> list:
-    """Rows as sorted dicts without empty cells: column order and absent columns do not count."""
-    rows = [{k: v for k, v in row.items() if v not in ("", None)}
+    """Rows as sorted dicts without empty cells: column order, absent columns and how a
+    number or a truth value is spelt (Python's csv module wrote 1.0 and True, Arrow writes 1
+    and true) do not count."""
+    rows = [{k: _canonical(v) for k, v in row.items() if v not in ("", None)}
             for row in csv.DictReader(io.StringIO(text))]
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
+
+
+def _canonical(value: str) -> str:
+    if value.lower() in ("true", "false"):
+        return value.lower()
+    try:
+        return repr(float(value))
+    except ValueError:
+        return value
 
 
 def main() -> int:

@@ -44,6 +44,7 @@ def execute(args: argparse.Namespace) -> int:
             raise CampaignError("--origin is for published tables; raw outputs keep their path "
                                 "and sha256")
         print(import_outputs(args.file, args.benchmark, args.out).summary())
+        _leave_index(args.out)
         return 0
     from commstack.errors import CampaignError
     from commstack.importers import import_file
@@ -58,4 +59,16 @@ def execute(args: argparse.Namespace) -> int:
     print(result.summary())
     for note in result.corrections:
         print(f"  corrected: {note}")
+    _leave_index(args.out)
     return 0
+
+
+def _leave_index(root: Path) -> None:
+    """The campaign's Parquet index brought up to date (the records it lacks: those just
+    imported), so its first reader does not build it; nothing without pyarrow."""
+    from commstack.store import tidy_index
+
+    try:
+        tidy_index.ensure(root)
+    except ImportError:
+        pass

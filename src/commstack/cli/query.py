@@ -4,6 +4,7 @@ or the self-consistent performance guidelines the campaigns violate.
   commstack query results --best-per-size --benchmark imb-mpi1 --test Allreduce [--csv]
   commstack query results/a/x results/b/y --sql "SELECT machine, count(*) FROM rows GROUP BY 1"
   commstack query results/local/reprompi-sync --guidelines [--csv]
+  commstack query results/local/quick --records > records.csv
 
 Paths are campaigns or folders holding them (searched below). Each campaign's Parquet index
 (<campaign>/index/, see commstack.store.tidy_index) is first brought up to date from its records,
@@ -22,6 +23,9 @@ column ``simulated``. A setting is the point's parameters that differ between th
 Every index row says whether it was simulated: the column ``simulated`` holds the platform its
 simulator ran (null for a measured row), so ``--sql "... WHERE simulated IS NULL"`` keeps the
 measured rows and ``WHERE simulated IS NOT NULL`` the simulated ones.
+
+--records: every result row with all its fields as CSV (records.csv, see
+:mod:`commstack.store.table`), written by Arrow from the index.
 
 --guidelines: the report's guideline check (:mod:`commstack.cli.query_guidelines`), read from the
 records and run outputs themselves (no index needed). Exit status 1 when a guideline is violated
@@ -46,6 +50,7 @@ from commstack.errors import CampaignError
 from commstack.markdown_table import table
 from commstack.optional import require
 from commstack.report.numbers import Resolution, cell
+from commstack.store import table as records_csv
 from commstack.store import tidy_index
 
 BEST_COLUMNS = ["machine", "benchmark", "test", "np", "bytes", "mode", "metric", "unit", "marks", "verdict",
@@ -61,6 +66,8 @@ def register(p: argparse.ArgumentParser) -> None:
                       help="the best setting per machine and message size, by corrected rank tests")
     what.add_argument("--sql", metavar="QUERY",
                       help="a DuckDB query over the view `rows` (the index's columns)")
+    what.add_argument("--records", action="store_true",
+                      help="every result row with all its fields, as CSV (records.csv)")
     what.add_argument("--guidelines", action="store_true",
                       help="the self-consistent performance guidelines (e.g. Allreduce <= Reduce "
                            "+ Bcast) the campaigns violate, with their evidence; exit 1 on a violation")
@@ -73,6 +80,13 @@ def execute(args: argparse.Namespace) -> int:
     campaigns = find_campaigns(args.paths)
     if args.guidelines:
         return _guidelines(campaigns, args)
+    if args.records:
+        if args.benchmark or args.test:
+            raise CampaignError("--benchmark and --test choose the rows of --best-per-size; "
+                                "--records writes every row")
+        sys.stdout.flush()
+        records_csv.write_csv(campaigns, sys.stdout.buffer)
+        return 0
     if args.sql:
         headers, rows = sql(campaigns, args.sql)
     else:

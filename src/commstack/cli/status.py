@@ -11,7 +11,6 @@ one whose components may not have been used, goes through ``Record.load``.
 from __future__ import annotations
 
 import argparse
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +22,16 @@ from commstack.matrix.expand import expand
 from commstack.matrix.load import load_matrix
 from commstack.matrix.model import Point
 from commstack.store import expansion_cache, state_log
-from commstack.store.campaign import DONE, FAILED, FAILURES, PENDING, RUNNING, Attempt, Campaign
-from commstack.store.record import Record, stored_status
+from commstack.store.campaign import (
+    DONE,
+    FAILED,
+    FAILURES,
+    PENDING,
+    RUNNING,
+    Attempt,
+    Campaign,
+    attempt_status,
+)
 
 SKIPPED = "skipped"
 STATES = ("done", "failed", "running", "pending", SKIPPED)
@@ -69,18 +76,24 @@ def execute(args: argparse.Namespace) -> int:
     scan = scan_campaign(campaign)
     stops: Counter = Counter()
     repeats = range(1, matrix.repeats + 1)
-    for point_id in ids:
+    listed = ids
+    if matrix.adaptive is None and not args.verbose:
+        # The common case, counted as sets: the pairs done, then the points with any other.
+        wanted = {state_log.pair(i, r) for i in ids for r in repeats}
+        totals[DONE] = len(wanted & scan.done)
+        left = {key.split("\t", 1)[0] for key in wanted - scan.done}
+        listed = [i for i in ids if i in left]
+    for point_id in listed:
         why = None
         if matrix.adaptive is not None:
             from commstack.sweep import adaptive_states
 
             states, why = adaptive_states(campaign, points[point_id], matrix, scan.state)
             stops[why.split(":")[0] if why else "taking repeats"] += 1
-        elif not args.verbose and all((point_id, r) in scan.done for r in repeats):
-            totals[DONE] += len(repeats)  # the common case, counted without a list
-            continue
         else:
             states = [scan.state(point_id, r) for r in repeats]
+            if not args.verbose:  # its done repeats are counted above
+                states = [s for s in states if s != DONE]
         # A run that `run` skips here (optional stack without its binaries) is not pending;
         # one that ran before, where the binaries were found, keeps its state.
         if point_id in skipped:
@@ -122,14 +135,14 @@ class Scan:
         default_factory=dict)
     # attempts whose components were asked for and not used: (point, repeat, attempt)
     not_used: List[Tuple[str, int, int]] = field(default_factory=list)
-    # (point, repeat) with an ok attempt: done whatever else (the common case, asked first)
-    done: Set[Tuple[str, int]] = field(default_factory=set)
+    # (point, repeat) with an ok attempt, as ``state_log.pair``: done whatever else (the common
+    # case, asked first)
+    done: Set[str] = field(default_factory=set)
 
     def state(self, point_id: str, repeat: int) -> str:
-        key = (point_id, repeat)
-        if key in self.done:
+        if state_log.pair(point_id, repeat) in self.done:
             return DONE
-        found = self.attempts.get(key, [])
+        found = self.attempts.get((point_id, repeat), [])
         statuses = [status for _, status in found]  # none ok: those are in ``done``
         if any(s is None and Attempt(Path(folder), repeat, 0).is_locked() for folder, s in found):
             return RUNNING
@@ -139,23 +152,21 @@ class Scan:
 
 
 def scan_campaign(campaign: Campaign) -> Scan:
-    """The campaign's attempts from its status log, rebuilt from the records when missing or
-    stale; an attempt the log holds no status for is looked up in its folder."""
-    logged = state_log.read(campaign.root)
-    if logged is None:
-        logged = state_log.rebuild(campaign.root, lambda: scan_records(campaign))
-    scan = Scan(not_used=list(logged.not_used))
+    """The campaign's attempts from its status log (``Campaign.logged``); an attempt the log
+    holds no status for is looked up in its folder."""
+    logged = campaign.logged()
+    scan = Scan(not_used=list(logged.not_used), done=logged.done)
     points = str(campaign.root / "points")
     for (point, repeat, number), status in logged.attempts.items():
         folder = f"{points}/{point}/rep{repeat}.try{number}"
         if status is None:
-            status, not_used = _status(folder)
+            status, not_used = attempt_status(folder)
             if status is not None:  # its runner died before noting it, or an older writer
                 state_log.finished(campaign.root, point, repeat, number, status, not_used)
                 if not_used:
                     scan.not_used.append((point, repeat, number))
         if status == "ok":
-            scan.done.add((point, repeat))
+            scan.done.add(state_log.pair(point, repeat))
         found = scan.attempts.setdefault((point, repeat), [])
         found.append((folder, status))
         if len(found) > 1:
@@ -165,41 +176,6 @@ def scan_campaign(campaign: Campaign) -> Scan:
 
 def _attempt_number(folder: str) -> int:
     return int(folder.rsplit(".try", 1)[1])
-
-
-def scan_records(campaign: Campaign) -> List[Tuple[Tuple[str, int, int], Optional[str], bool]]:
-    """Every attempt's status (None without a record) and whether its components went unused,
-    read from the records themselves."""
-    found = []
-    for name, repeat, number, folder in campaign.attempt_folders():
-        status, not_used = _status(folder)
-        found.append(((name, repeat, number), status, not_used))
-    return found
-
-
-def _status(folder: str) -> Tuple[Optional[str], bool]:
-    path = os.path.join(folder, "record.json")
-    try:
-        data = _read(path)
-    except FileNotFoundError:
-        return None, False
-    status = stored_status(data)
-    if status is not None:
-        return status, False
-    record = Record.load(Path(path))  # another form, or components to check
-    return record.status, bool((record.components_used or {}).get("not_used"))
-
-
-def _read(path: str) -> bytes:
-    """A whole file by os.read: half the cost of open() at 10,000 small files."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        chunks = [os.read(fd, 1 << 16)]
-        while len(chunks[-1]) == 1 << 16:
-            chunks.append(os.read(fd, 1 << 16))
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
 
 
 def _print_jobs(campaign: Campaign) -> None:
@@ -240,12 +216,14 @@ def _recorded_only(campaign: Campaign, verbose: bool) -> int:
     """A campaign no matrix made (``commstack import``): the states of the runs it holds; what
     is pending cannot be known without a matrix."""
     scan = scan_campaign(campaign)
-    if not scan.attempts:
+    done = [key.split("\t") for key in scan.done]
+    pairs = set(scan.attempts) | {(point, int(repeat)) for point, repeat in done}
+    if not pairs:
         from commstack.errors import CampaignError
 
         raise CampaignError(f"{campaign.root}: no run recorded yet; pass --matrix")
     totals: Counter = Counter()
-    for point, repeat in sorted(scan.attempts):
+    for point, repeat in sorted(pairs):
         state = scan.state(point, repeat)
         totals[state] += 1
         if verbose:

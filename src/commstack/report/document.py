@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from pathlib import Path
 from typing import BinaryIO, Dict, List, Optional, Sequence, Set
 
@@ -46,16 +47,14 @@ from commstack.report.tables import (
     to_markdown,
     units,
 )
+from commstack.store import table as records_csv
 from commstack.store.campaign import Campaign
 from commstack.store.files import replace
 from commstack.store.record import Record
-from commstack.store.table import current as records_csv_current
-from commstack.store.table import write_records_csv
 
 
 def write_report(campaign_root: Path, others: Sequence[Path] = ()) -> Path:
-    """Write report/report.md (+ PNGs, summary.csv; records.csv when records changed since it
-    was written).
+    """Write report/report.md (+ PNGs, summary.csv).
 
     ``others``: campaigns whose records join this one's in the study sections that compare
     benchmarks (the GASNet-EX paper's figure: testlarge, IMB-RMA and IMB-MPI1 side by side);
@@ -124,8 +123,10 @@ def _lines(campaign: Campaign, others: Sequence[Path], drawer: Drawer,
 
 def _write_rest(campaign: Campaign, loaded: Loaded, tables: List[str],
                 studies: List[Study], context: Context) -> List[str]:
-    """records.csv when stale, and the report's lines (``tables``: the tables' own)."""
-    _write_records_csv(campaign, loaded.newest)
+    """The report's lines (``tables``: the tables' own); a stale records.csv is removed."""
+    retired = records_csv.retire(campaign.root)
+    if retired:
+        print(retired, file=sys.stderr)
 
     lines: List[str] = [f"# {campaign.name} ({campaign.machine})", ""]
     lines += banner(campaign.root)
@@ -165,14 +166,6 @@ def _summary(samples: Samples, points: Optional[Set[str]] = None,
 
 def _write_summary(summary: pd.DataFrame, handle: BinaryIO) -> None:
     summary.to_csv(handle, index=False, encoding="utf-8")
-
-
-def _write_records_csv(campaign: Campaign, newest: float) -> None:
-    """records.csv is derived: written again only when a record is newer than it (``run``
-    writes it after every session)."""
-    if records_csv_current(campaign.root / "records.csv", newest):
-        return
-    write_records_csv(campaign.root, campaign.records())
 
 
 def _studies(studies: List[Study], context: Context) -> List[str]:

@@ -68,7 +68,6 @@ def _from_index(root: Path, keep_rows: Callable[[Record], bool]) -> Optional[Loa
     written = tidy_index.records_on_disk(campaign, attempts)
     tidy_index.ensure(root, on_disk=written)
     pa.default_memory_pool().release_unused()  # what reading the index's keys took
-    newest = max((mtime for _, mtime in written.values()), default=0.0)
     parts = tidy_index._parts(tidy_index.index_dir(root))
     table = _table(parts)
     if table is None or table.num_rows == 0:
@@ -115,7 +114,7 @@ def _from_index(root: Path, keep_rows: Callable[[Record], bool]) -> Optional[Loa
     samples = Samples()
     _add_all(samples, columns, order, starts, ends, chosen_groups, chosen_records,
              point_names, point_codes)
-    return Loaded(records, samples, newest)
+    return Loaded(records, samples)
 
 
 def _heads(parts, wanted: Dict[Key, Tuple[str, float]]) -> Optional[Dict[Key, Record]]:

@@ -113,7 +113,6 @@ def run_key(record: Record) -> Tuple[str, int, int]:
 class Loaded:
     records: List[Record]
     samples: Samples
-    newest: float  # mtime of the newest record.json (0: none)
 
 
 def record_paths(root: Path) -> List[str]:
@@ -148,10 +147,8 @@ def collector_paused() -> Iterator[None]:
 def _load(paths: List[str], keep_rows: Callable[[Record], bool]) -> Loaded:
     samples = Samples()
     records: List[Optional[Record]] = []
-    newest = 0.0
     for path in paths:
         try:
-            newest = max(newest, os.stat(path).st_mtime)
             data = read_json(path)
         except FileNotFoundError:
             records.append(None)  # an attempt still running: no record yet
@@ -171,7 +168,7 @@ def _load(paths: List[str], keep_rows: Callable[[Record], bool]) -> Loaded:
             if not keep_rows(record):
                 record.parsed = []  # its numbers are in `samples`
         records.append(record)
-    return Loaded(records, samples, newest)
+    return Loaded(records, samples)
 
 
 def add_samples(samples: Samples, record: Record) -> None:

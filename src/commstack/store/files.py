@@ -81,12 +81,14 @@ def replace(path: Path, data: Union[bytes, Callable[[BinaryIO], None]]) -> None:
         raise
 
 
-def remove_stale_temporaries(root: Path) -> List[Path]:
-    """Remove the temporaries under ``root`` whose writer is gone (a killed process) and return
-    them. Only hidden ``.<name>.<pid>[@<host>].tmp`` files are touched, never a result, and never
-    one whose writer may still run: a live pid, or a writer on another host."""
+def remove_stale_temporaries(folder: Path, recursive: bool = False) -> List[Path]:
+    """Remove the temporaries in ``folder`` (and below it when ``recursive``) whose writer is
+    gone (a killed process) and return them. Only hidden ``.<name>.<pid>[@<host>].tmp`` files
+    are touched, never a result, and never one whose writer may still run: a live pid, or a
+    writer on another host."""
     removed = []
-    for directory, _, names in os.walk(root):
+    walked = os.walk(folder) if recursive else [(str(folder), [], _names(folder))]
+    for directory, _, names in walked:
         for name in names:
             if not name.endswith(".tmp") or _writer_may_run(name):
                 continue
@@ -97,6 +99,13 @@ def remove_stale_temporaries(root: Path) -> List[Path]:
                 continue
             removed.append(path)
     return removed
+
+
+def _names(folder: Path) -> List[str]:
+    try:
+        return os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def _writer_may_run(name: str) -> bool:

@@ -18,6 +18,14 @@ reader scans the records as before and writes the log afresh (``rebuild``). An a
 names as claimed but without a status (a runner still at work, or one killed between writing
 its record and its line) is looked up in its folder on every read.
 
+Read: the lines of attempts done (``s ... ok -``: nearly every line of a large log) are
+matched by one regular expression and kept as text (``pair``), the other lines parsed one by
+one. Every attempt leaves its claim line behind its status line, so a log with more than
+``COMPACT_ABOVE`` such lines is rewritten by its reader with one line per attempt (when nothing
+was appended meanwhile); 10^6 attempts then read in about a second (docs/measured.md). A log is
+started empty with its campaign (``start``); an appender never creates one, since a log started
+later would lack the attempts before it (header version 1 had that flaw: such a log is rebuilt).
+
 A rebuild holds ``index/.status.lock`` exclusively while it scans and replaces the log; appenders
 hold it shared, so no line is appended to a log being replaced. The log is derived: any failure
 to write it leaves the campaign as it was and readers fall back to the records.
@@ -28,14 +36,15 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 LOG = ".status.log"
 LOCK = ".status.lock"
 FOLDER = "index"
-HEADER = b"# commstack status log 1\n"
+HEADER = b"# commstack status log 2\n"  # 1: appenders could start a log lacking earlier attempts
 # A line longer than this is not one the store wrote (bounded reading of a damaged file).
 MAX_LINE = 4096
 
@@ -58,17 +67,29 @@ def _locked(campaign_root: Path, exclusive: bool) -> Iterator[None]:
         os.close(fd)
 
 
-def _append(campaign_root: Path, line: str) -> None:
-    """Append one line; never the caller's failure (the log is derived, and a missing line
-    only makes the next reader look at the folder or rebuild)."""
-    with contextlib.suppress(OSError), _locked(campaign_root, exclusive=False):
-        path = log_path(campaign_root)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+def start(campaign_root: Path) -> None:
+    """A new campaign's log, empty (``Campaign.ensure``, before its first attempt): appenders
+    never create one, since a log made by an appender would lack every attempt before it."""
+    with contextlib.suppress(OSError), _locked(campaign_root, exclusive=True):
+        points = Path(campaign_root) / "points"
+        if any(points.iterdir()):
+            return  # attempts may exist already: a reader rebuilds the log from the records
+        fd = os.open(log_path(campaign_root), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            data = line.encode()
-            if os.fstat(fd).st_size == 0:
-                data = HEADER + data
-            os.write(fd, data)
+            os.write(fd, HEADER)
+        finally:
+            os.close(fd)
+
+
+def _append(campaign_root: Path, line: str) -> None:
+    """Append one line to the log, when there is one; never the caller's failure (the log is
+    derived, and a missing line only makes the next reader look at the folder or rebuild).
+    Without a log (removed with index/, or a campaign an older commstack wrote) nothing is
+    appended: the next reader rebuilds it from the records."""
+    with contextlib.suppress(OSError), _locked(campaign_root, exclusive=False):
+        fd = os.open(log_path(campaign_root), os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, line.encode())
         finally:
             os.close(fd)
 
@@ -92,13 +113,28 @@ def record_written(campaign_root: Path, record) -> None:
              not_used)
 
 
+def pair(point_id: str, repeat: int) -> str:
+    """A (point, repeat) as ``Logged.done`` holds it."""
+    return f"{point_id}\t{repeat}"
+
+
 @dataclass
 class Logged:
-    """What the log holds: every attempt claimed, with its status once its record is written."""
+    """What the log holds. Done pairs are kept as text alone (``pair``): a log of 10^6 attempts
+    is read by one regular expression, not a Python object per line."""
 
-    # (point, repeat, attempt) -> status, None while the log has no record for it
+    # (point, repeat) with an attempt whose status is ok: done, whatever else it has
+    done: Set[str] = field(default_factory=set)
+    # every attempt of a pair not done -> its status (None: claimed, no record noted yet)
     attempts: Dict[AttemptKey, Optional[str]] = field(default_factory=dict)
     not_used: List[AttemptKey] = field(default_factory=list)
+
+
+# The line of an attempt done with the components asked for: nearly every line of a large log.
+_DONE = re.compile(r"^s\t([^\t\n]{1,1024}\t[0-9]{1,9})\t[0-9]{1,9}\tok\t-$", re.M)
+# Lines other than those (claims, failures, unused components) beyond which a reader rewrites
+# the log compact: a claim line whose attempt is finished is read on every call otherwise.
+COMPACT_ABOVE = 10_000
 
 
 def read(campaign_root: Path) -> Optional[Logged]:
@@ -115,11 +151,26 @@ def read(campaign_root: Path) -> Optional[Logged]:
             data = handle.read()
     except OSError:
         return None
-    if not data.startswith(HEADER):
+    if not data.startswith(HEADER) or not data.endswith(b"\n"):
         return None
-    out = Logged()
-    attempts = out.attempts
-    for line in data[len(HEADER):].decode(errors="replace").split("\n"):
+    text = data[len(HEADER):].decode(errors="replace")
+    done = _DONE.findall(text)
+    others = text.count("\n") - len(done)
+    if not others:  # every line an attempt done: the common case
+        return Logged(done=set(done))
+    found = _parse(text)
+    if found is None:
+        return None  # a line the store did not write: rebuild from the records
+    if others > COMPACT_ABOVE and len(found) < len(done) + others:
+        _compact(root, data, found)
+    return _as_logged(found)
+
+
+def _parse(text: str) -> Optional[List[Tuple[AttemptKey, Optional[str], bool]]]:
+    """Every attempt the log names, its last status and whether components went unused."""
+    attempts: Dict[AttemptKey, Optional[str]] = {}
+    not_used: Set[AttemptKey] = set()
+    for line in text.split("\n"):
         if not line:
             continue
         fields = line.split("\t")
@@ -134,10 +185,18 @@ def read(campaign_root: Path) -> Optional[Logged]:
         elif fields[0] == "s" and len(fields) == 6:
             attempts[key] = fields[4]
             if fields[5] == "u":
-                out.not_used.append(key)
+                not_used.add(key)
         else:
-            return None  # a line the store did not write: rebuild from the records
-    return out
+            return None
+    return [(key, status, key in not_used) for key, status in attempts.items()]
+
+
+def _compact(root: Path, data: bytes, found: List[Tuple[AttemptKey, Optional[str], bool]]
+             ) -> None:
+    """The log rewritten with one line per attempt, when no line was appended since ``data``."""
+    with contextlib.suppress(OSError), _locked(root, exclusive=True):
+        if log_path(root).read_bytes() == data:
+            _write(root, found)
 
 
 def _newest_folder(root: Path) -> int:
@@ -172,10 +231,15 @@ def rebuild(campaign_root: Path, scan) -> Optional[Logged]:
 
 def _as_logged(found: Iterable[Tuple[AttemptKey, Optional[str], bool]]) -> Logged:
     out = Logged()
+    others = []
     for key, status, not_used in found:
-        out.attempts[key] = status
+        if status == "ok":
+            out.done.add(pair(key[0], key[1]))
+        else:
+            others.append((key, status))
         if not_used:
             out.not_used.append(key)
+    out.attempts = {key: status for key, status in others if pair(key[0], key[1]) not in out.done}
     return out
 
 

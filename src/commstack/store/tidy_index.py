@@ -14,13 +14,18 @@ Parquet files are immutable, so the index is a folder of parts:
   record (``append``), before it releases the attempt's lock. Names are unique per record, so
   runners writing into one campaign never collide, and a part is written once (temporary file,
   then a link: never half a file).
-* ``c-<utc>-<host>-<pid>.parquet``: parts merged into one (``compact``), at the end of a run and
-  when parts pile up.
+* ``c-<utc>-<host>-<pid>-<n>.parquet``: one-record parts merged into one (``compact``) at the
+  end of a run (the run's own: what a session's end costs is what it ran), rows built from the
+  records (``ensure``: a batch of ``BATCH`` records each, read by worker processes), or parts
+  merged, smallest first, into parts of up to ``TARGET_ROWS`` rows by a reader when more than
+  ``MAX_PARTS`` pile up.
 
 Stale: the records whose attempts are finished (a record.json, the attempt's lock free) differ
-from the records the parts hold. Missing ones are added; parts holding a record that is gone, or
-written in another index format (``FORMAT``), mean a rebuild from the records. ``ensure`` does
-this under ``index/.lock``, as ``compact`` does, so two of them never work on one index at once.
+from the records the parts hold. Missing ones are added as new parts, the others left as they
+are; parts holding a record that is gone, or written in another index format (``FORMAT``), mean
+a rebuild from the records. ``ensure`` does this under ``index/.lock``, as ``compact`` does, so
+two of them never work on one index at once. A record.json holding a table of rows (schema 3
+on) is read a block of rows at a time, a column per varying key, never a dict per row.
 
 Without pyarrow (an optional extra: compute nodes run sweeps with few packages) ``append`` does
 nothing and the index is built by the first ``ensure`` (``commstack query``) where pyarrow is.
@@ -35,6 +40,7 @@ import json
 import os
 import socket
 import stat
+import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
@@ -44,12 +50,20 @@ from commstack.optional import require
 from commstack.simulated import platform
 from commstack.store.campaign import Campaign, attempt_held
 from commstack.store.files import AlreadyExists, _temporary, write_new
-from commstack.store.record import Record
+from commstack.store.record import (
+    COMPACT_VERSION,
+    SCHEMA_VERSION,
+    Record,
+    read_json,
+    resolved_table,
+    table_blocks,
+)
 
 INDEX_DIR = "index"
 FORMAT = "4"  # the index's own version, in every part's metadata: another one means a rebuild
 _FORMAT_KEY = "commstack.index"
-# Parts written one per record before they are merged: more than this and `append` merges.
+# Parts before they are merged: more one-record parts than this and `append` merges them; more
+# parts of any kind and a reader (``ensure``) merges them all.
 MAX_PARTS = 64
 # A part past these is not one commstack wrote (a campaign of 10^5 records holds some 10^7 rows,
 # some 30 MB on disk): it is rebuilt from the records rather than read, so a damaged or forged
@@ -88,6 +102,9 @@ COLUMNS: Tuple[Tuple[str, str], ...] = (
 ROW_COLUMNS = [name for name, _ in COLUMNS if name != "record"]
 KEY = ("point_id", "repeat", "attempt")
 _OWN_COLUMNS = ("benchmark", "np", "bytes", "mode")  # row keys with a column of their own
+# Columns of a result row (null on the one row of a record without rows).
+_ROW_ONLY = ("test", "np", "bytes", "mode", "row_key", "row_status", "metric", "value", "unit",
+             "lower_is_better")
 # Min/max statistics (for readers' filters) of the columns worth filtering on; the JSON ones
 # would only make the footer big.
 _WITH_STATISTICS = ["campaign", "machine", "benchmark", "status", "test", "np", "bytes", "metric",
@@ -104,37 +121,107 @@ def index_dir(campaign_root: Path) -> Path:
 
 def rows_of(record: Record) -> List[Dict[str, Any]]:
     """The index rows of one record."""
-    base = {
-        "campaign": record.campaign, "machine": record.machine, "benchmark": record.benchmark,
-        "point_id": record.point_id, "repeat": record.repeat, "attempt": record.attempt,
-        "status": record.status, "exit_code": _int(record.exit_code), "stack": record.stack,
-        "flavour": record.flavour, "ranks": _int(record.ranks), "nodes": _int(record.nodes),
-        "oversubscribed": record.oversubscribed,
-        "placement": record.placement.verdict if record.placement else None,
-        "start": record.start, "duration_s": record.duration_s, "imported": record.imported,
-        "params": json.dumps(record.params, sort_keys=True, default=str),
-        "session": record.session, "job_id": record.slurm.job_id if record.slurm else None,
-        "simulated": platform(record.simulation),
-    }
-    head = dict(base, record=record_head(record))
-    if not record.parsed:
-        return [head]
-    keys = [k for k in registry.row_keys(record.benchmark) if k not in _OWN_COLUMNS]
-    out = []
-    for item in record.parsed:
-        figure = registry.metric_of(item, record.benchmark)
-        other = {k: item[k] for k in keys if item.get(k) is not None}
-        out.append(dict(
-            base, test=_text(item.get("benchmark")), np=_int(item.get("np")),
-            bytes=_int(item.get("bytes")), mode=_text(item.get("mode")),
-            row_key=json.dumps(other, sort_keys=True, default=str) if other else None,
-            row_status=_text(item.get("status", "ok")),
-            metric=figure.key if figure else None,
-            value=float(item[figure.key]) if figure else None,
-            unit=figure.unit if figure else None,
-            lower_is_better=figure.lower_is_better if figure else None))
-    out[0]["record"] = head["record"]
-    return out
+    columns = _Columns()
+    columns.add(record)
+    return [dict(zip(columns.data, values)) for values in zip(*columns.data.values())]
+
+
+class _Columns:
+    """Index rows gathered column by column (one list per column of ``COLUMNS``): a part's
+    table is made from them in one call, without a dict per row. A record.json holding a table
+    of rows (schema 3 on) is read a block at a time (``add_file``)."""
+
+    def __init__(self) -> None:
+        self.data: Dict[str, List[Any]] = {name: [] for name, _ in COLUMNS}
+
+    def add(self, record: Record) -> None:
+        blocks = []
+        for row in record.parsed:  # each row a block of its own
+            blocks.append((row, [], [[]]))
+        self._add(record, record_head(record), blocks)
+
+    def add_file(self, path: str) -> None:
+        data = read_json(path)
+        parsed = data.get("parsed") if isinstance(data, dict) else None
+        version = data.get("schema") if isinstance(data, dict) else None
+        if not (isinstance(parsed, dict) and isinstance(version, int)
+                and COMPACT_VERSION <= version <= SCHEMA_VERSION):
+            self.add(Record.from_dict(data, path, Path(path).parent))  # earlier forms
+            return
+        record = Record.from_dict(dict(data, parsed=None), path)
+        where = f"{path}: parsed"
+        blocks = table_blocks(resolved_table(parsed, Path(path).parent, where), where)
+        # The file is the record's stored form (``Record.dumps``): without its rows, the head.
+        head = {k: v for k, v in data.items() if k != "parsed"}
+        head["schema"] = COMPACT_VERSION
+        self._add(record, json.dumps(head, sort_keys=True, separators=(",", ":"), default=str),
+                  blocks)
+
+    def _add(self, record: Record, head: str, blocks: List[Tuple[Dict[str, Any], List[str],
+                                                             List[List[Any]]]]) -> None:
+        data = self.data
+        base = {
+            "campaign": record.campaign, "machine": record.machine, "benchmark": record.benchmark,
+            "point_id": record.point_id, "repeat": record.repeat, "attempt": record.attempt,
+            "status": record.status, "exit_code": _int(record.exit_code), "stack": record.stack,
+            "flavour": record.flavour, "ranks": _int(record.ranks), "nodes": _int(record.nodes),
+            "oversubscribed": record.oversubscribed,
+            "placement": record.placement.verdict if record.placement else None,
+            "start": record.start, "duration_s": record.duration_s, "imported": record.imported,
+            "params": json.dumps(record.params, sort_keys=True, default=str),
+            "session": record.session, "job_id": record.slurm.job_id if record.slurm else None,
+            "simulated": platform(record.simulation),
+        }
+        count = sum(len(rows) for _, _, rows in blocks) or 1
+        for name, value in base.items():
+            data[name].extend([value] * count)
+        data["record"].append(head)
+        data["record"].extend([None] * (count - 1))
+        if not blocks:
+            for name in _ROW_ONLY:
+                data[name].append(None)
+            return
+        keys = [k for k in registry.row_keys(record.benchmark) if k not in _OWN_COLUMNS]
+        for same, columns, rows in blocks:
+            self._add_block(record.benchmark, keys, same, columns, rows)
+
+    def _add_block(self, benchmark: str, keys: List[str], same: Dict[str, Any],
+                   columns: List[str], rows: List[List[Any]]) -> None:
+        """Rows of one block: a column per key that varies, one value for those it shares
+        (a block's rows have the same keys, and the same text, truth and null values)."""
+        data, n = self.data, len(rows)
+        varying = dict(zip(columns, zip(*rows)))
+
+        def column(key: str, convert, absent: Any = None) -> List[Any]:
+            if key in varying:
+                return [convert(v) for v in varying[key]]
+            return [convert(same.get(key, absent))] * n
+
+        first = dict(same, **dict(zip(columns, rows[0])))
+        figure = registry.metric_of(first, benchmark)
+        data["test"] += column("benchmark", _text)
+        data["np"] += column("np", _int)
+        data["bytes"] += column("bytes", _int)
+        data["mode"] += column("mode", _text)
+        if any(k in varying for k in keys):
+            data["row_key"] += [_row_key(dict(same, **dict(zip(columns, values))), keys)
+                                for values in rows]
+        else:
+            data["row_key"] += [_row_key(same, keys)] * n
+        data["row_status"] += column("status", _text, "ok")
+        data["metric"] += [figure.key if figure else None] * n
+        data["value"] += column(figure.key, float) if figure else [None] * n
+        data["unit"] += [figure.unit if figure else None] * n
+        data["lower_is_better"] += [figure.lower_is_better if figure else None] * n
+
+    def __len__(self) -> int:
+        return len(self.data["point_id"])
+
+
+def _row_key(row: Dict[str, Any], keys: List[str]) -> Optional[str]:
+    """The family's other row keys the row has, as JSON (null when none)."""
+    other = {k: row[k] for k in keys if row.get(k) is not None}
+    return json.dumps(other, sort_keys=True, default=str) if other else None
 
 
 def record_head(record: Record) -> str:
@@ -158,16 +245,26 @@ def _arrow():
     return require(*PYARROW)
 
 
-def _parquet_bytes(rows: List[Dict[str, Any]]) -> bytes:
+def _schema():
+    pa = _arrow()
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in COLUMNS])
+
+
+def _table_of(records: Iterable[Record]):
+    columns = _Columns()
+    for record in records:
+        columns.add(record)
+    return _arrow().Table.from_pydict(columns.data, schema=_schema())
+
+
+def _parquet_bytes(table) -> bytes:
     pa = _arrow()
     import pyarrow.parquet as pq
 
-    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in COLUMNS])
-    table = pa.Table.from_pylist(rows, schema=schema)
     sink = pa.BufferOutputStream()
     # No Arrow schema copy in the footer (the Parquet types say it all): a smaller part.
-    with pq.ParquetWriter(sink, schema, compression="zstd", write_statistics=_WITH_STATISTICS,
-                          store_schema=False) as writer:
+    with pq.ParquetWriter(sink, table.schema, compression="zstd",
+                          write_statistics=_WITH_STATISTICS, store_schema=False) as writer:
         writer.write_table(table)
         writer.add_key_value_metadata({_FORMAT_KEY: FORMAT})
     return sink.getvalue().to_pybytes()
@@ -188,7 +285,7 @@ def append(campaign_root: Path, record: Record) -> bool:
     folder = index_dir(campaign_root)
     try:
         folder.mkdir(exist_ok=True)
-        write_new(folder / _part_name(record), _parquet_bytes(rows_of(record)))
+        write_new(folder / _part_name(record), _parquet_bytes(_table_of([record])))
         if len(_parts(folder, "r-")) > MAX_PARTS:
             with _locked(folder, wait=False) as held:
                 if held:
@@ -222,24 +319,54 @@ def _locked(folder: Path, wait: bool = True) -> Iterator[bool]:
         os.close(fd)
 
 
-def _write_merged(folder: Path, rows: List[Dict[str, Any]], replaced: Iterable[Path]) -> None:
-    """One ``c-`` part holding ``rows`` in place of the parts ``replaced``. The merged part is
-    complete on disk before the old parts go, and appears after them: a reader may briefly
-    miss those rows, never see them twice."""
+def _new_part(folder: Path) -> Path:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    target = folder / f"c-{stamp}-{_HOST}-{os.getpid()}-{time.monotonic_ns()}.parquet"
-    tmp = _temporary(target, _parquet_bytes(rows)) if rows else None
+    return folder / f"c-{stamp}-{_HOST}-{os.getpid()}-{time.monotonic_ns()}.parquet"
+
+
+def _swap(made: List[Tuple[Path, Path]], replaced: Iterable[Path]) -> None:
+    """New parts (each a complete temporary and its name) in place of the parts ``replaced``:
+    the old parts go before the new ones appear, so a reader may briefly miss those rows,
+    never see them twice."""
     for part in replaced:
         with contextlib.suppress(FileNotFoundError):
             part.unlink()
-    if tmp is not None:
+    for tmp, target in made:
         os.replace(tmp, target)
 
 
+def _merged(folder: Path, parts: List[Path]) -> None:
+    """``parts`` merged into one ``c-`` part (Arrow tables, never a Python object per row)."""
+    target = _new_part(folder)
+    _swap([(_temporary(target, _parquet_bytes(read_table(parts))), target)], parts)
+
+
+# A merged part holds up to about this many rows (some 200 MB in memory while it is merged),
+# far below ``MAX_PART_ROWS``: a campaign of 10^6 records of 70 rows is some 35 parts.
+TARGET_ROWS = 1 << 21
+
+
+def _merge_small(folder: Path) -> None:
+    """Parts merged, smallest first, into parts of up to ``TARGET_ROWS`` rows."""
+    sized = sorted((_checked_metadata(part).num_rows, part.name, part) for part in _parts(folder))
+    groups: List[List[Path]] = [[]]
+    rows = 0
+    for count, _, part in sized:
+        if groups[-1] and rows + count > TARGET_ROWS:
+            groups.append([])
+            rows = 0
+        groups[-1].append(part)
+        rows += count
+    for group in groups:
+        if len(group) > 1:
+            _merged(folder, group)
+
+
 def _compact(folder: Path) -> None:
-    parts = _parts(folder)
+    """The one-record parts merged into one: what a run wrote, never the parts before it."""
+    parts = _parts(folder, "r-")
     if len(parts) > 1:
-        _write_merged(folder, _read_rows(parts), parts)
+        _merged(folder, parts)
 
 
 class UnsoundPart(ValueError):
@@ -266,6 +393,17 @@ def _checked_metadata(part: Path):
         raise UnsoundPart(f"{part}: its footer claims {meta.num_rows} rows and {claimed >> 20} "
                           f"MiB, more than an index part commstack writes")
     return meta
+
+
+def read_table(parts: List[Path]):
+    """Every column of the index ``parts``, one Arrow table."""
+    import pyarrow.parquet as pq
+
+    tables = []
+    for part in parts:
+        _checked_metadata(part)
+        tables.append(pq.read_table(part, schema=_schema()))
+    return _arrow().concat_tables(tables)
 
 
 def _read_rows(parts: List[Path], columns: Optional[List[str]] = None) -> List[Dict[str, Any]]:
@@ -333,11 +471,12 @@ def _indexed(parts: List[Path]) -> Optional[Set[RecordKey]]:
 
 def ensure(campaign_root: Path, rebuild: bool = False,
            on_disk: Optional[Dict[RecordKey, Tuple[str, float]]] = None) -> Path:
-    """The campaign's index, complete: built when missing, missing records added, rebuilt when it
-    holds records that are gone or another format (or ``rebuild``); then merged into one part.
-    ``on_disk``: the records on disk (``records_on_disk``) when the caller has listed them
-    already (a report, which reads them too), else listed here. Needs pyarrow
-    (MissingOptionalDependency otherwise)."""
+    """The campaign's index, complete: built when missing, the records it lacks added as new
+    parts, rebuilt when it holds records that are gone or another format (or ``rebuild``);
+    small parts merged only when parts pile up (``MAX_PARTS``). What this costs is
+    what changed: an index that lacks 10 records reads 10 records. ``on_disk``: the records
+    on disk (``records_on_disk``) when the caller has listed them already (a report, which
+    reads them too), else listed here. Needs pyarrow (MissingOptionalDependency otherwise)."""
     _arrow()
     campaign = Campaign(Path(campaign_root))
     folder = index_dir(campaign.root)
@@ -360,23 +499,85 @@ def ensure(campaign_root: Path, rebuild: bool = False,
             if held is None:
                 finished, listed = finished_records(campaign, on_disk), _parts(folder)
         parts = listed
-        if held is None:
-            missing, keep = list(finished), []
-        else:
-            missing, keep = [k for k in finished if k not in held], parts
-        try:
-            rows = _read_rows(keep) if len(keep) > 1 or missing else []
-        except (OSError, ValueError):  # keys readable, data not (a damaged page): rebuild
-            finished, parts = finished_records(campaign, on_disk), _parts(folder)
-            missing, keep, rows = list(finished), [], []
-        for key in missing:
-            try:
-                rows += rows_of(Record.load(finished[key]))
-            except FileNotFoundError:  # removed since it was listed: not in the index either
-                continue
-        if missing or len(parts) > 1 or keep != parts:
-            _write_merged(folder, rows, parts)
+        missing = list(finished) if held is None else [k for k in finished if k not in held]
+        made = build_parts(folder, [finished[k] for k in missing])
+        _swap(made, parts if held is None else [])
+        if held is not None and len(parts) + len(made) > MAX_PARTS:
+            with contextlib.suppress(OSError, ValueError):  # a damaged part: readers rebuild
+                _merge_small(folder)
     return folder
+
+
+# Records per part when an index is built from the records, each batch read by one worker.
+BATCH = 2000
+
+
+def build_parts(folder: Path, records: List[str]) -> List[Tuple[Path, Path]]:
+    """Parts holding the rows of the ``records`` (record.json paths), each a complete
+    temporary and its name (``_swap`` puts them in place). Batches of ``BATCH`` records are
+    read in parallel, by as many worker processes as there are CPUs, with progress on a
+    terminal; one batch is read here."""
+    batches = [records[i:i + BATCH] for i in range(0, len(records), BATCH)]
+    workers = min(len(batches), os.cpu_count() or 1)
+    shown = _Progress(len(records))
+    made: List[Tuple[Path, Path]] = []
+    try:
+        if workers <= 1:
+            for batch in batches:
+                made += _batch_part(str(folder), batch)
+                shown.add(len(batch))
+            return made
+        import concurrent.futures
+        import multiprocessing
+
+        # spawn, not fork: this process may hold Arrow's threads, which a fork does not copy.
+        with concurrent.futures.ProcessPoolExecutor(
+                workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(_batch_part, str(folder), batch): len(batch)
+                       for batch in batches}
+            for future in concurrent.futures.as_completed(futures):
+                made += future.result()
+                shown.add(futures[future])
+        return made
+    except BaseException:
+        for tmp, _ in made:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        raise
+    finally:
+        shown.close()
+
+
+def _batch_part(folder: str, records: List[str]) -> List[Tuple[Path, Path]]:
+    columns = _Columns()
+    for path in records:
+        try:
+            columns.add_file(path)
+        except FileNotFoundError:  # removed since it was listed: not in the index either
+            continue
+    if not len(columns):
+        return []
+    table = _arrow().Table.from_pydict(columns.data, schema=_schema())
+    target = _new_part(Path(folder))
+    return [(_temporary(target, _parquet_bytes(table)), target)]
+
+
+class _Progress:
+    """``index: N of M records`` on standard error while an index is built, on a terminal only."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done = total, 0
+        self.shown = total > BATCH and sys.stderr.isatty()
+
+    def add(self, count: int) -> None:
+        self.done += count
+        if self.shown:
+            sys.stderr.write(f"\rindex: {self.done} of {self.total} records")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
 
 
 def _gone(campaign: Campaign, unlisted: Set[RecordKey]) -> bool:
@@ -387,8 +588,9 @@ def _gone(campaign: Campaign, unlisted: Set[RecordKey]) -> bool:
 
 
 def compact(campaign_root: Path) -> None:
-    """Merge the index's parts into one (end of a run); nothing without pyarrow, or while
-    another process works on the index, or when the index cannot be written (it is derived)."""
+    """Merge the one-record parts into one (end of a run: the run's own parts, never the
+    campaign's); nothing without pyarrow, or while another process works on the index, or
+    when the index cannot be written (it is derived)."""
     try:
         _arrow()
     except ImportError:
