@@ -131,3 +131,23 @@ def test_a_long_log_is_read_by_its_done_lines_and_written_compact(tmp_path):
     assert (again.done, again.attempts) == (first.done, first.attempts)
     state_log.log_path(root).write_text(state_log.HEADER.decode() + "s\tx\t1\t1\tok\t-")
     assert state_log.read(root) is None  # cut off mid-line: rebuilt from the records
+
+
+def test_a_log_of_done_lines_and_a_few_others_reads_those_alone(tmp_path):
+    """The few lines that are not an attempt done (a claim still running, a crash, an attempt
+    whose components went unused, a status of another name) are found and read; the log is
+    left as it is."""
+    root = tmp_path / "c"
+    (root / "points").mkdir(parents=True)
+    lines = [f"s\tp{i:04d}\t1\t1\tok\t-\n" for i in range(500)]
+    lines[10:10] = ["c\tq\t1\t1\n", "s\tq\t1\t1\tcrash\t-\n", "c\tq\t1\t2\n",
+                    "s\tu\t1\t1\tok\tu\n", "s\tv\t2\t1\tlater-status\t-\n"]
+    state_log.log_path(root).parent.mkdir()
+    text = state_log.HEADER.decode() + "".join(lines)
+    state_log.log_path(root).write_text(text)
+    logged = state_log.read(root)
+    assert len(logged.done) == 501 and "u\t1" in logged.done
+    assert logged.attempts == {("q", 1, 1): "crash", ("q", 1, 2): None,
+                               ("v", 2, 1): "later-status"}
+    assert logged.not_used == [("u", 1, 1)]
+    assert state_log.log_path(root).read_text() == text

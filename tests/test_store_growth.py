@@ -69,18 +69,28 @@ def _parts(root: Path) -> dict:
     return {p.name: p.stat().st_ino for p in (root / "index").glob("*.parquet")}
 
 
+BY_THE_LOG = """
+import sys
+from commstack import sweep
+sweep.CLAIMS_BEFORE_LOG = 0  # a session of this many runs and more skips done runs by the log
+from commstack.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def test_a_session_reads_nothing_of_the_campaign_it_does_not_run(grown, tmp_path):
-    """Every earlier record made unreadable: a session that adds a point still runs, skips the
-    done repeats by the status log, and ends by merging its own index parts only."""
+    """Every earlier record made unreadable: a session of a new point runs and ends by merging
+    its own index parts only; a session of the whole matrix skips the done repeats by the
+    status log (as every session of more than ``CLAIMS_BEFORE_LOG`` runs does)."""
     root = _copy(grown, tmp_path)
     before = _parts(root)
     assert len(before) == 1 and next(iter(before)).startswith("c-")
     for record in root.glob("points/*/rep*.try*/record.json"):
         record.write_bytes(b'{"damaged": ')  # whoever reads one now fails
     os.utime(tidy_index.index_dir(root) / ".status.log")  # the log is newer than that
-    done = _run(tmp_path, [10, 11, 12])
+    done = _run(tmp_path, [12])
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "2 runs now, 4 already done" in done.stderr + done.stdout
+    assert "2 runs now, 0 already done" in done.stderr + done.stdout
     after = _parts(root)
     assert {k: v for k, v in after.items() if k in before} == before  # the old part untouched
     [new] = set(after) - set(before)
@@ -89,6 +99,13 @@ def test_a_session_reads_nothing_of_the_campaign_it_does_not_run(grown, tmp_path
     assert set(table.column("params").to_pylist()) == {json.dumps(
         {"benchmarks": "PingPong Allreduce", "iter": 12, "msglog": "0:4", "ranks_per_node": 2,
          "stack": "impi"}, sort_keys=True)}
+    matrix = tmp_path / "matrices" / "local" / "growing.yaml"
+    matrix.write_text(MATRIX.format(iters=json.dumps([10, 11, 12, 13])))
+    again = subprocess.run([sys.executable, "-c", BY_THE_LOG, "run", str(matrix), "--out",
+                            str(tmp_path / "results")], capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "2 runs now, 6 already done" in again.stderr + again.stdout
 
 
 def test_an_index_is_built_in_batches_and_only_what_it_lacks_is_added(grown, tmp_path,

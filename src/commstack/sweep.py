@@ -122,7 +122,9 @@ def run_sweep(
     repeats = [only_repeat] if only_repeat is not None else range(1, matrix.first_repeats + 1)
     work = [item for repeat in repeats for item in in_order(repeat, plan.points)]
     progress = Progress(len(work), max(1, parallel))
-    done_before = _done_by_log(campaign)
+    # A session of few runs claims each (cheap per run); one of many reads the status log once
+    # and skips what is done: either way what it costs follows what it runs.
+    done_before = _done_by_log(campaign) if len(work) > CLAIMS_BEFORE_LOG else set()
     evidence: Dict[str, Optional[Dict[str, object]]] = {}  # point id -> its evidence run's reading
     evidence_lock = threading.Lock()
 
@@ -218,6 +220,10 @@ def run_sweep(
                 log(retired)
             tidy_index.compact(campaign.root)
     return result
+
+
+# Sessions of more (point, repeat) pairs than this skip done pairs by the status log.
+CLAIMS_BEFORE_LOG = 500
 
 
 def _done_by_log(campaign: Campaign) -> Set[str]:

@@ -79,7 +79,7 @@ def execute(args: argparse.Namespace) -> int:
     listed = ids
     if matrix.adaptive is None and not args.verbose:
         # The common case, counted as sets: the pairs done, then the points with any other.
-        wanted = {state_log.pair(i, r) for i in ids for r in repeats}
+        wanted = {f"{i}\t{r}" for i in ids for r in repeats}  # as state_log.pair writes them
         totals[DONE] = len(wanted & scan.done)
         left = {key.split("\t", 1)[0] for key in wanted - scan.done}
         listed = [i for i in ids if i in left]

@@ -71,9 +71,9 @@ def start(campaign_root: Path) -> None:
     """A new campaign's log, empty (``Campaign.ensure``, before its first attempt): appenders
     never create one, since a log made by an appender would lack every attempt before it."""
     with contextlib.suppress(OSError), _locked(campaign_root, exclusive=True):
-        points = Path(campaign_root) / "points"
-        if any(points.iterdir()):
-            return  # attempts may exist already: a reader rebuilds the log from the records
+        with os.scandir(Path(campaign_root) / "points") as entries:
+            if next(entries, None) is not None:
+                return  # attempts may exist already: a reader rebuilds it from the records
         fd = os.open(log_path(campaign_root), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             os.write(fd, HEADER)
@@ -158,12 +158,50 @@ def read(campaign_root: Path) -> Optional[Logged]:
     others = text.count("\n") - len(done)
     if not others:  # every line an attempt done: the common case
         return Logged(done=set(done))
+    if others <= COMPACT_ABOVE:
+        lines = _other_lines(text, others)
+        if lines is not None:  # the few other lines alone, found by what they hold
+            found = _parse("\n".join(lines))
+            if found is None:
+                return None
+            logged = _as_logged(found)
+            logged.done.update(done)
+            logged.attempts = {k: v for k, v in logged.attempts.items()
+                               if pair(k[0], k[1]) not in logged.done}
+            return logged
     found = _parse(text)
     if found is None:
         return None  # a line the store did not write: rebuild from the records
     if others > COMPACT_ABOVE and len(found) < len(done) + others:
         _compact(root, data, found)
     return _as_logged(found)
+
+
+# What a line other than an attempt done holds: a claim, or a status other than ok with the
+# components used. A status the store writes besides these makes the counts differ: the
+# whole log is parsed then.
+_NOT_DONE = ("crash", "timeout", "parse-error", "launch-error", "placement-mismatch",
+             "interrupted")
+
+
+def _other_lines(text: str, count: int) -> Optional[List[str]]:
+    """The ``count`` lines of ``text`` that are not an attempt done, found by searching what
+    they hold (C-level searches, a Python step per line found); None when the lines found are
+    not exactly ``count``."""
+    starts = set()
+    markers = ["\nc\t", "\tok\tu\n"] + [f"\t{status}\t" for status in _NOT_DONE]
+    if text.startswith("c\t"):
+        starts.add(0)
+    for marker in markers:
+        at = text.find(marker)
+        while at >= 0:
+            starts.add(at + 1 if marker == "\nc\t" else text.rfind("\n", 0, at) + 1)
+            if len(starts) > count:
+                return None
+            at = text.find(marker, at + 1)
+    if len(starts) != count:
+        return None
+    return [text[start:text.find("\n", start)] for start in sorted(starts)]
 
 
 def _parse(text: str) -> Optional[List[Tuple[AttemptKey, Optional[str], bool]]]:
