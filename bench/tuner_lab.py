@@ -17,7 +17,11 @@ machine (SimGrid SMPI; docs/measured.md "The tuner lab").
 
 Usage:
   python bench/tuner_lab.py [--plan plans/bm-optimized3-36/simulated-coll-tuned.yaml]
-      [--work DIR] [--cases nodes=2] [--noise 0.0] [--null 0] [--out bench/results/tuner_lab.json]
+      [--work DIR] [--cases nodes=2] [--noise 0.0] [--null 0] [--racing 4,2,8]
+      [--out bench/results/tuner_lab.json]
+
+``--racing FIRST,ROUND,MOST`` races each step's candidates (commstack.tune.racing); the null
+tunes then race too.
 """
 
 from __future__ import annotations
@@ -184,11 +188,14 @@ decision: {{threshold: 0.05, correction: bh}}
 """
 
 
-def null_tunes(work: Path, count: int, noise: float, repeats: int) -> Dict[str, Any]:
+def null_tunes(work: Path, count: int, noise: float, repeats: int,
+               racing: Optional[Dict[str, int]] = None) -> Dict[str, Any]:
     path = work / "plans" / "bm-optimized3-36" / "lab-null.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(NULL_PLAN.format(repeats=repeats, noise=noise,
-                                     replicas=list(range(1, count + 1))))
+    text = NULL_PLAN.format(repeats=repeats, noise=noise, replicas=list(range(1, count + 1)))
+    if racing:
+        text += f"racing: {json.dumps(racing)}\n"
+    path.write_text(text)
     wall = commstack("tune", str(path), "--out", str(work / "results"), "--local",
                      log=work / "null.log")
     root = work / "results" / "bm-optimized3-36" / "lab-null"
@@ -212,6 +219,8 @@ def main() -> int:
                    help="rerun N grid points of each case and compare (noise-free only)")
     p.add_argument("--null", type=int, default=0, metavar="N", help="N null tunes")
     p.add_argument("--null-repeats", type=int, default=8)
+    p.add_argument("--racing", default=None, metavar="FIRST,ROUND,MOST",
+                   help="race each step's candidates (the plan's racing:, commstack.tune.racing)")
     p.add_argument("--skip-tune", action="store_true")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
@@ -224,8 +233,13 @@ def main() -> int:
                            "repeats": plan.base.get("repeats"),
                            "load_before": os.getloadavg()[0], "cases": []}
     staged_plan = args.plan
-    if args.noise or wanted:  # the plan as given, with noise and only the chosen cases
-        data = yaml.safe_load(args.plan.read_text())
+    if args.racing:
+        first, step, most = (int(x) for x in args.racing.split(","))
+        out["racing"] = {"first": first, "round": step, "most": most}
+    if args.noise or wanted or args.racing:  # the plan as given, with noise, racing and
+        data = yaml.safe_load(args.plan.read_text())  # only the chosen cases
+        if args.racing:
+            data["racing"] = out["racing"]
         for stack in data["base"]["stacks"].values():
             stack["noise"] = args.noise or stack.get("noise", 0)
         for key, value in wanted.items():
@@ -255,9 +269,15 @@ def main() -> int:
             tuned = tuned_settings(case_dir)
             entry["tuned"] = tuned
             entry["tuner_runs"] = runs_in(case_dir)
+            entry["step_runs"] = {d.parent.name: json.loads(d.read_text()).get("runs")
+                                  for d in sorted(case_dir.glob("*/decision.json"))}
+            entry["dropped"] = {d.parent.name: [r["dropped"] for r in json.loads(
+                d.read_text()).get("racing", {}).get("rounds", [])]
+                for d in sorted(case_dir.glob("*/decision.json"))}
             entry["comparison"] = compare(plan, entry["case"], grid, tuned)
     if args.null:
-        out["null"] = null_tunes(work, args.null, args.noise or 0.28, args.null_repeats)
+        out["null"] = null_tunes(work, args.null, args.noise or 0.28, args.null_repeats,
+                                 out.get("racing"))
     cells = [c for e in out["cases"] for c in (e.get("comparison") or {}).get("cells", [])]
     if cells:
         within = sum(1 for c in cells if c["ratio"] is not None and c["ratio"] <= WITHIN)

@@ -26,6 +26,12 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--local", action="store_true", help="mpirun on this node even in Slurm")
     p.add_argument("--retry-failed", action="store_true",
                    help="steps not decided yet run their failed runs again (a new attempt each)")
+    p.add_argument("--budget", type=int, default=None, metavar="RUNS",
+                   help="runs per raced step at most (a plan with racing:): the race stops "
+                        "before a round that would go past it and says what is undecided")
+    p.add_argument("--review", action="store_true",
+                   help="print the runs the plan takes (per step: without racing, and a "
+                        "race's fewest and most) and exit; nothing runs")
     p.add_argument("--compare-reference", type=Path, default=None, metavar="CSV|CAMPAIGN",
                    help="a reference decisions CSV (see --import-reference) to compare the "
                         "decisions with, or a campaign (e.g. imported raw outputs) to compare "
@@ -56,6 +62,11 @@ def execute(args: argparse.Namespace) -> int:
     from commstack.tune.staged import TuneInterrupted, run_plan, tuned_parameters
 
     plan = load_plan(args.plan)
+    if args.review:
+        from commstack.tune.review import expected_runs
+
+        print("\n".join(expected_runs(plan, args.budget)))
+        return 0
     reference_figures = None
     if args.compare_reference and args.compare_reference.is_dir():
         from commstack.tune import against_campaign
@@ -77,7 +88,7 @@ def execute(args: argparse.Namespace) -> int:
     root = campaign_root(node_type)
     try:
         results = run_plan(plan, root, machine, allocation, elsewhere=campaign_root,
-                           retry_failed=args.retry_failed)
+                           retry_failed=args.retry_failed, budget=args.budget)
     except TuneInterrupted as exc:
         print(f"commstack tune: {exc}")
         return 130

@@ -93,11 +93,29 @@ def decisions_table(results: List[CaseResult], names: List[str]) -> List[Dict[st
             skipped += [f"{step['step']}: {s['text']}" for s in step.get("skipped") or []]
         if skipped:
             row["skipped"] = "; ".join(skipped)
+        # Every run the case's steps and verify launched (a resumed tune's earlier ones too).
+        row["runs"] = sum(1 for _ in res.directory.glob("*/points/*/rep*.try*/record.json"))
+        raced = [_race_text(step) for step in res.steps if step.get("racing")]
+        if raced:
+            row["racing"] = "; ".join(raced)
         rows.append(row)
-    if any(r.get("skipped") for r in rows):  # the column in every row, last
-        for r in rows:
-            r["skipped"] = r.pop("skipped", "")
+    for column in ("racing", "skipped"):  # in every row once in one, last
+        if any(r.get(column) for r in rows):
+            for r in rows:
+                r[column] = r.pop(column, "")
     return rows
+
+
+def _race_text(step: Dict[str, Any]) -> str:
+    """A raced step in a few words: its runs, the candidates dropped and at which repeats."""
+    race = step["racing"]
+    dropped = [(len(r["dropped"]), r["repeats"]) for r in race["rounds"] if r["dropped"]]
+    count = race["rounds"][0]["racing"] if race["rounds"] else 0
+    runs = step.get("runs", race["runs"])
+    text = f"{step['step']}: {runs} runs, {sum(n for n, _ in dropped)} of {count} dropped"
+    if dropped:
+        text += " (" + ", ".join(f"{n} at {r}" for n, r in dropped) + " repeats)"
+    return text + ("; " + race["stopped"] if race["stopped"].startswith("budget") else "")
 
 
 def table_markdown(rows: List[Dict[str, Any]], results: Optional[List[CaseResult]] = None) -> str:

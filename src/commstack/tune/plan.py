@@ -31,6 +31,8 @@ steps:
     per: component            # choose the other axes separately for each value of this one
     product: {component: [none, ucc, hcoll], mapping: [block, cyclic]}
 decision: {threshold: 0.05, alpha: 0.05, correction: bh}
+racing: {first: 4, round: 2, most: 16}   # optional: candidates measured in rounds, the clearly
+                                         # worse dropped (commstack.tune.racing)
 ```
 
 Per-case steps and values (the Oracle study: plans/bm-optimized3-36/oci-study.yaml):
@@ -71,6 +73,7 @@ from commstack.matrix.expand import matches
 from commstack.matrix.load import check_matrix_keys
 from commstack.matrix.model import MatrixError
 from commstack.tune.decide import Rule
+from commstack.tune.racing import Racing, load_racing
 from commstack.yaml_errors import one_line
 
 BASE_KEYS = {"benchmark", "repeats", "timeout", "stacks", "parameters", "description",
@@ -152,6 +155,11 @@ class TunePlan:
     case_values: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
     # Combinations of `cases` not to tune, as a matrix's `exclude` (each entry: case keys).
     exclude_cases: List[Dict[str, Any]] = field(default_factory=list)
+    racing: Optional[Racing] = None  # None: every candidate of a step takes base.repeats
+
+    def step_repeats(self) -> int:
+        """The repeats a step's matrix allows: ``racing.most`` when the plan races."""
+        return self.racing.most if self.racing else int(self.base.get("repeats", 1))
 
     def case_list(self) -> List[Dict[str, Any]]:
         names = list(self.cases)
@@ -217,11 +225,11 @@ def load_plan(path: Path) -> TunePlan:
     if not isinstance(data, dict):
         raise MatrixError(f"{path}: expected a mapping at the top level")
     unknown = set(data) - {"campaign", "base", "cases", "exclude_cases", "defaults", "steps",
-                           "decision", "settings", "case_values"}
+                           "decision", "settings", "case_values", "racing"}
     if unknown:
         raise MatrixError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; expected campaign, "
                           "base, cases, exclude_cases, settings, case_values, defaults, steps, "
-                          "decision")
+                          "decision, racing")
     exclude = data.get("exclude_cases") or []
     if not isinstance(exclude, list) or not all(isinstance(e, dict) and e for e in exclude):
         raise MatrixError(f"{path}: exclude_cases: expected a list of mappings of case keys to "
@@ -267,6 +275,11 @@ def load_plan(path: Path) -> TunePlan:
                     dict(data.get("defaults") or {}), steps, decision, settings,
                     {str(k): list(v) for k, v in case_values.items()},
                     [dict(e) for e in exclude])
+    try:
+        repeats = int(base.get("repeats", 1))
+    except (TypeError, ValueError):
+        raise MatrixError(f"{path}: base.repeats: expected a number") from None
+    plan.racing = load_racing(path, data.get("racing"), repeats)
     for entry in plan.exclude_cases:
         for key in entry:
             if key not in plan.cases:

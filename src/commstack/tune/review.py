@@ -8,8 +8,10 @@ the step uses (the pre-flight's filtering needs the stacks, which a review does 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Optional
 
+from commstack.markdown_table import table
+from commstack.matrix.expand import expand
 from commstack.matrix.load import matrix_from_text
 from commstack.matrix.model import Matrix, MatrixError
 from commstack.tune.plan import TunePlan
@@ -44,3 +46,55 @@ def step_sweeps(plan: TunePlan) -> Iterator[StepSweep]:
             text = step_matrix_text(plan, case, dict(defaults), step.axes, candidates, used)
             where = plan.path.parent / case_slug(case) / step.name / "matrix.yaml"
             yield StepSweep(case, step.name, list(step.axes), matrix_from_text(where, text))
+
+
+def expected_runs(plan: TunePlan, budget: Optional[int] = None) -> List[str]:
+    """The runs the plan takes, per case and step, before anything runs: every candidate at
+    ``base.repeats`` (no racing), and with ``racing:`` the fewest a race takes (the first round,
+    every challenger dropped after it) and the most (every candidate to ``racing.most``, or the
+    ``budget``); the verify sweep (default and tuned at
+    ``base.repeats``) and the exhaustive grid of every step's values at ``base.repeats``."""
+    repeats = int(plan.base.get("repeats", 1))
+    rows, totals = [], [0, 0, 0]
+    grids = 0
+    for sweep in step_sweeps(plan):
+        count = len(expand(sweep.matrix))
+        plain = count * repeats
+        if plan.racing:
+            fewest = count * plan.racing.first  # every challenger dropped after one round
+            most = count * plan.racing.most  # none dropped
+            if budget is not None:
+                most = min(most, max(budget, fewest))
+            raced = [fewest, most]
+        else:
+            raced = [plain, plain]
+        totals = [totals[0] + plain, totals[1] + raced[0], totals[2] + raced[1]]
+        rows.append([_case(sweep.case), sweep.step, count, plain,
+                     f"{raced[0]}-{raced[1]}" if plan.racing else "-"])
+    cases = plan.case_list()
+    for case in cases:
+        values: Dict[str, set] = {}
+        for step in plan.steps_for(case):
+            for cand in plan.candidates(step, case):
+                for key, value in cand.items():
+                    values.setdefault(key, set()).add(str(value))
+        size = 1
+        for found in values.values():
+            size *= len(found)
+        grids += size * repeats
+    verify = 2 * repeats * len(cases)
+    lines = [f"# {plan.path}: {len(cases)} case(s), base.repeats {repeats}"
+             + (f"; {plan.racing.text()}" if plan.racing else "; no racing (every candidate "
+                "takes base.repeats)") + (f"; budget {budget} runs per step" if budget else ""),
+             ""]
+    lines += table(["case", "step", "candidates", "runs without racing", "raced: fewest-most"],
+                   rows, "llrrr")
+    lines += ["", f"steps: {totals[0]} runs without racing"
+              + (f", {totals[1]}-{totals[2]} raced" if plan.racing else "")
+              + f"; verify: at most {verify}; the exhaustive grid of every step's values: "
+              f"{grids} runs"]
+    return lines
+
+
+def _case(case: Dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in case.items()) or "-"

@@ -17,6 +17,7 @@ result carries the kind of its runs (``CaseResult.kind``) for what ``tuned/`` ex
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ from commstack.preflight.capabilities import Components
 from commstack.store.campaign import Campaign
 from commstack.store.files import read_json, write_new, write_new_json
 from commstack.sweep import SweepResult, run_sweep
-from commstack.tune import capable
+from commstack.tune import capable, racing
 from commstack.tune import decide as rule
 from commstack.tune.per_size import per_size_settings
 from commstack.tune.plan import Step, TunePlan
@@ -93,16 +94,21 @@ def tuned_parameters(plan: TunePlan) -> List[str]:
 def run_plan(plan: TunePlan, root: Path, machine: Optional[Machine], allocation: Optional[Allocation],
              log: Callable[[str], None] = print,
              elsewhere: Optional[Callable[[str], Path]] = None,
-             retry_failed: bool = False) -> List[CaseResult]:
+             retry_failed: bool = False, budget: Optional[int] = None) -> List[CaseResult]:
     """``elsewhere(node_type)``: the campaign of this plan on another node type, where a step
     declared ``node_type: <that one>`` was measured (its decision is taken from there).
-    ``retry_failed``: steps not decided yet run their failed runs again (a new attempt)."""
+    ``retry_failed``: steps not decided yet run their failed runs again (a new attempt).
+    ``budget``: runs per raced step at most (``run_case``)."""
     missing = [n for n in tuned_parameters(plan) if n not in plan.defaults]
     if missing:
         raise MatrixError(f"{plan.path}: defaults: no default for {', '.join(missing)} (the "
                           "untuned value is the incumbent every candidate must beat)")
+    if budget is not None and plan.racing is None:
+        raise MatrixError(f"{plan.path}: --budget: the plan does not race its candidates (add "
+                          "racing: {first: 4, round: 2}); without racing every step takes "
+                          "every candidate's repeats")
     return [run_case(plan, case, root / case_slug(case), machine, allocation, log, elsewhere,
-                     retry_failed)
+                     retry_failed, budget)
             for case in plan.case_list()]
 
 
@@ -135,7 +141,9 @@ def _decision_from(step: Step, node_type: str, case: Dict[str, Any], directory: 
 def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Optional[Machine],
              allocation: Optional[Allocation], log: Callable[[str], None],
              elsewhere: Optional[Callable[[str], Path]] = None,
-             retry_failed: bool = False) -> CaseResult:
+             retry_failed: bool = False, budget: Optional[int] = None) -> CaseResult:
+    """``budget``: the runs each raced step launches at most (the race stops before a round
+    that would go past it; its decision is taken on the runs made, and says so)."""
     defaults = plan.defaults_for(case)
     settings = dict(defaults)
     done_steps: List[dict] = []
@@ -161,11 +169,21 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
                 log(f"{directory.name}: step {step.name}: {line['text']}")
             study = _study(plan, case, step.name, index, incumbent)
             study["skipped"] = runnable.skipped
-            runs += _sweep(plan, case, settings, step.axes, runnable.candidates, step_dir,
-                           machine, allocation, log, study, runnable.block, retry_failed)
+            race = None
+            if plan.racing:
+                ran, race = _race(plan, case, settings, step, runnable.candidates, incumbent,
+                                  step_dir, machine, allocation, log, study, runnable.block,
+                                  retry_failed, budget)
+                runs += ran
+            else:
+                runs += _sweep(plan, case, settings, step.axes, runnable.candidates, step_dir,
+                               machine, allocation, log, study, runnable.block, retry_failed)
             decision = _decide(plan, step, case, incumbent, step_dir)
             decision["skipped"] = runnable.skipped
             decision["left_out"] = runnable.left_out
+            decision["runs"] = _launched(step_dir)
+            if race is not None:
+                decision["racing"] = race
             write_new_json(decision_file, decision)
         log(f"{directory.name}: step {step.name}: "
             + ("keeps " if not decision["changed"] else "chooses ")
@@ -338,10 +356,13 @@ def runnable_settings(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, 
 
 def step_matrix_text(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any],
                      axes: List[str], candidates: List[Dict[str, Any]],
-                     block: Optional[S.Settings] = None) -> str:
+                     block: Optional[S.Settings] = None, repeats: Optional[int] = None) -> str:
     """The matrix of one step of one case: the plan's base and the case, the settings held so
-    far, and the step's ``candidates`` over ``axes`` (the review of a plan prints the same)."""
+    far, and the step's ``candidates`` over ``axes`` (the review of a plan prints the same);
+    ``repeats``: the step's, when not the base's (a race's most)."""
     base = {k: v for k, v in plan.base.items() if k != "parameters"}
+    if repeats is not None:
+        base["repeats"] = repeats
     parameters = {k: plan.fill(v, case) for k, v in (plan.base.get("parameters") or {}).items()}
     parameters.update(case)
     parameters.update({k: v for k, v in settings.items() if k not in axes})
@@ -374,8 +395,32 @@ def _sweep(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axes:
            allocation: Optional[Allocation], log: Callable[[str], None],
            study: Dict[str, Any], block: Optional[S.Settings] = None,
            retry_failed: bool = False) -> int:
+    prepared = _step_campaign(plan, case, settings, axes, candidates, step_dir, machine,
+                              allocation, study, block)
+    return _run(prepared, step_dir, log, retry_failed)
+
+
+def _run(prepared, step_dir: Path, log: Callable[[str], None], retry_failed: bool,
+         repeat: Optional[int] = None) -> int:
+    """One sweep of a step's campaign (of one repeat when given); the runs it launched."""
+    result: SweepResult = run_sweep(prepared, step_dir, log=log, retry_failed=retry_failed,
+                                    only_repeat=repeat)
+    if result.interrupted:
+        raise TuneInterrupted(f"{step_dir}: interrupted; run the same command to continue")
+    if result.deferred:
+        raise TuneInterrupted(f"{step_dir}: {result.deferred} runs left for a longer allocation")
+    return result.ran
+
+
+def _step_campaign(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any],
+                   axes: List[str], candidates: List[Dict[str, Any]], step_dir: Path,
+                   machine: Optional[Machine], allocation: Optional[Allocation],
+                   study: Dict[str, Any], block: Optional[S.Settings] = None,
+                   repeats: Optional[int] = None):
+    """The step's campaign (its matrix written once, campaign.json with the study) and its
+    sweep prepared."""
     step_dir.mkdir(parents=True, exist_ok=True)
-    text = step_matrix_text(plan, case, settings, axes, candidates, block)
+    text = step_matrix_text(plan, case, settings, axes, candidates, block, repeats)
     matrix_path = step_dir / "matrix.yaml"
     if matrix_path.exists():
         if matrix_path.read_text() != text:
@@ -389,24 +434,64 @@ def _sweep(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axes:
                      "benchmark": matrix.benchmark.name, "created": time.time(),
                      "matrix": str(matrix.path), "commstack_version": commstack.__version__,
                      "tune": study})
-    result: SweepResult = run_sweep(prepare(matrix, machine, allocation), step_dir, log=log,
-                                    retry_failed=retry_failed)
-    if result.interrupted:
-        raise TuneInterrupted(f"{step_dir}: interrupted; run the same command to continue")
-    if result.deferred:
-        raise TuneInterrupted(f"{step_dir}: {result.deferred} runs left for a longer allocation")
-    return result.ran
+    return prepare(matrix, machine, allocation)
+
+
+def _race(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], step: Step,
+          candidates: List[Dict[str, Any]], incumbent: Dict[str, Any], step_dir: Path,
+          machine: Optional[Machine], allocation: Optional[Allocation],
+          log: Callable[[str], None], study: Dict[str, Any], block: Optional[S.Settings],
+          retry_failed: bool, budget: Optional[int]) -> Tuple[int, Dict[str, Any]]:
+    """A step's candidates raced (commstack.tune.racing): the runs launched and the race as
+    decision.json keeps it."""
+    assert plan.racing is not None
+    axes = step.axes
+    keys = [tuple(c[ax] for ax in axes) for c in candidates]
+    if budget is not None and budget < len(keys) * plan.racing.first:
+        raise MatrixError(f"{step_dir}: --budget {budget}: the race's first round alone takes "
+                          f"{len(keys)} candidates x {plan.racing.first} repeats = "
+                          f"{len(keys) * plan.racing.first} runs")
+    prepared = _step_campaign(plan, case, settings, axes, candidates, step_dir, machine,
+                              allocation, study, block, plan.racing.most)
+    benchmark = case.get("benchmarks", (plan.base.get("parameters") or {}).get("benchmarks"))
+    single = benchmark if isinstance(benchmark, str) and " " not in benchmark else None
+
+    def run(racing: List[Hashable], repeat: int) -> int:
+        chosen = [p for p in prepared.points
+                  if tuple(p.point.as_dict().get(ax) for ax in axes) in racing]
+        return _run(dataclasses.replace(prepared, points=chosen), step_dir, log, retry_failed,
+                    repeat)
+
+    found = racing.race(keys, tuple(incumbent[ax] for ax in axes), plan.racing, plan.decision,
+                        run, lambda repeats: measurements(step_dir, axes, single,
+                                                          repeats=repeats),
+                        budget, lambda: _launched(step_dir))
+    log(f"{step_dir.parent.name}: step {step.name}: raced {len(keys)} candidates, "
+        f"{_launched(step_dir)} runs ({found.stopped}; "
+        + ", ".join(f"{len(r.dropped)} dropped at {r.repeats} repeats" for r in found.rounds
+                    if r.dropped) + ")")
+    return found.runs, racing.race_dict(found, lambda c: dict(zip(axes, c)), plan.racing,
+                                        budget)
+
+
+def _launched(step_dir: Path) -> int:
+    """Every attempt the step's campaign holds (a run launched, whatever became of it)."""
+    return sum(1 for _ in step_dir.glob("points/*/rep*.try*/record.json"))
 
 
 def measurements(campaign_dir: Path, axes: List[str], benchmark: Optional[str],
-                 processes: Optional[Set[int]] = None
+                 processes: Optional[Set[int]] = None, repeats: Optional[int] = None
                  ) -> Dict[Tuple, Dict[Optional[int], List[float]]]:
-    """Per candidate (tuple of axis values) and message size: the metric of every repeat, taken
-    from the rows at the largest process count of the case's benchmark (each record's such
-    count is added to ``processes`` when given)."""
+    """Per candidate (tuple of axis values) and message size: the metric of every repeat (of
+    repeats 1 to ``repeats`` when given: a race's round), taken from the rows at the largest
+    process count of the case's benchmark (each record's such count is added to ``processes``
+    when given)."""
     found: Dict[Tuple, Dict[Optional[int], List[float]]] = {}
     by_record: Dict[str, Tuple[dict, List[dict]]] = {}
-    for rec, row in result_rows(Campaign(campaign_dir).records()):
+    records = Campaign(campaign_dir).records()
+    if repeats is not None:
+        records = (r for r in records if r.repeat <= repeats)
+    for rec, row in result_rows(records):
         if row.get("status", "ok") == "ok" and (
                 benchmark is None or row.get("benchmark", benchmark).lower() == benchmark.lower()):
             by_record.setdefault(id(rec), (rec, []))[1].append(row)
