@@ -292,3 +292,17 @@ def test_status_of_an_imported_campaign_counts_what_it_holds(imb_import):
     assert done.returncode == (3 if ok < len(recs) else 0), done.stderr
     assert f"{ok} done, {len(recs) - ok} failed (of {len(recs)} runs recorded; no matrix" \
         in done.stdout
+
+
+def test_an_import_leaves_the_campaigns_index_behind(tmp_path):
+    """`import` builds the index of what it wrote, so the first reader does not (issue 37)."""
+    pytest.importorskip("pyarrow", reason="skipped: pyarrow not installed (pip install 'commstack[index]')")
+    from commstack.store import tidy_index
+
+    root = tmp_path / "results" / "elsewhere" / "imb-external"
+    run = commstack("import", str(IMB_EXTERNAL), "--benchmark", "imb", "--out", str(root))
+    assert run.returncode == 0, run.stderr
+    parts = sorted((root / "index").glob("*.parquet"))
+    assert parts, "no index part after the import"
+    indexed = tidy_index._indexed(parts)
+    assert indexed == {(r["point_id"], r["repeat"], r["attempt"]) for r in records(root)}
