@@ -5,7 +5,7 @@ Layout:
   sessions/<id>/                    one per `commstack run`: matrix copy, provenance, topology
   points/<point id>/point.json      the point's parameters (written once)
   points/<point id>/rep<k>.try<n>/  one attempt at repeat k: stdout.txt, stderr.txt, record.json
-  records.csv                       tidy table of every record (derived, regenerated)
+  (records.csv                      no longer kept: `commstack query CAMPAIGN --records`)
   index/                            Parquet index (store.tidy_index) and status log
                                     (store.state_log), derived from the records
 

@@ -12,7 +12,7 @@ Columns: the record's (``campaign``, ``machine``, ``matrix_benchmark``: the matr
 record's columns only.
 
 commstack wrote records.csv at the end of every run until it cost the whole campaign each time
-(50 s and 172 MB at 10,000 records of 70 rows: docs/measured.md); a records.csv left by an
+(26 s and 164 MB at 10,000 records of 70 rows: docs/measured.md); a records.csv left by an
 earlier version is stale after the next run, which removes it and says where it went
 (``retire``).
 """

@@ -194,7 +194,10 @@ class _Columns:
 
         def column(key: str, convert, absent: Any = None) -> List[Any]:
             if key in varying:
-                return [convert(v) for v in varying[key]]
+                values = varying[key]
+                if convert is _int and all(type(v) is int for v in values):
+                    return list(values)  # sizes and process counts: ints as parsed
+                return [convert(v) for v in values]
             return [convert(same.get(key, absent))] * n
 
         first = dict(same, **dict(zip(columns, rows[0])))
@@ -514,11 +517,15 @@ BATCH = 2000
 
 def build_parts(folder: Path, records: List[str]) -> List[Tuple[Path, Path]]:
     """Parts holding the rows of the ``records`` (record.json paths), each a complete
-    temporary and its name (``_swap`` puts them in place). Batches of ``BATCH`` records are
-    read in parallel, by as many worker processes as there are CPUs, with progress on a
-    terminal; one batch is read here."""
-    batches = [records[i:i + BATCH] for i in range(0, len(records), BATCH)]
-    workers = min(len(batches), os.cpu_count() or 1)
+    temporary and its name (``_swap`` puts them in place). Batches of up to ``BATCH`` records,
+    as many for each worker, are read in parallel by as many worker processes as there are
+    CPUs, with progress on a terminal; one batch is read here."""
+    workers = min(-(-len(records) // BATCH), os.cpu_count() or 1)
+    # As many batches of equal size for each worker, none larger than BATCH: no worker is left
+    # with a batch more than the others at the end.
+    count = workers * -(-len(records) // (workers * BATCH)) if records else 0
+    size = -(-len(records) // count) if count else BATCH
+    batches = [records[i:i + size] for i in range(0, len(records), size)]
     shown = _Progress(len(records))
     made: List[Tuple[Path, Path]] = []
     try:

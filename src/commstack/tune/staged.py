@@ -1,7 +1,7 @@
 """Run a tuning plan: per case, each step is a sweep whose winner is fixed into the next steps.
 
 Layout under results/<machine>/<campaign>/<case>/:
-  <step>/            an ordinary campaign (matrix.yaml, points/, records.csv ...)
+  <step>/            an ordinary campaign (matrix.yaml, points/, index/ ...)
   <step>/decision.json   what the step chose (written once: a rerun continues after it)
   verify/            default vs tuned, side by side
   tuned/             ucx.env, mca-params.conf, decision.json, tuned_vs_default.png
