@@ -2,12 +2,14 @@
 
 The campaigns are grown from a real sweep, as a user's would be:
 
-1. **Template**: ``commstack run`` of a small Intel MPI sweep (the PyPI wheel's IMB-MPI1,
-   ``--shape``: ``imb70`` PingPong, Allreduce and Alltoall at 17 message sizes, about 70 rows
-   per record at 2 and 4 ranks; ``imb250`` eight collectives at 23 sizes, about 250 rows) in a
-   scratch campaign: real records, real outputs.
-2. **Growth**: the campaign's matrix sweeps ``iter`` (as many values as needed) x
-   ``ranks_per_node`` [2, 4], 5 repeats. Each record is the template record of its rank count
+1. **Template**: ``commstack run`` of a small Intel MPI sweep (``--shape``: ``imb70`` the PyPI
+   wheel's IMB-MPI1 PingPong, Allreduce and Alltoall at 17 message sizes, about 70 rows per
+   record at 2 and 4 ranks; ``imb250`` eight collectives at 23 sizes, about 250 rows; ``osu``
+   OSU 7.3's osu_allreduce, built by Spack against the wheel (tests/spack/osu-intelmpi), 21
+   sizes) in a scratch campaign: real records, real outputs.
+2. **Growth**: the campaign's matrix sweeps ``I_MPI_ADJUST_ALLREDUCE`` (10) x
+   ``I_MPI_ADJUST_ALLTOALL`` (4) x ``ranks_per_node`` [2, 4] x the shape's iteration count (as
+   many values as needed), 5 repeats. Each record is the template record of its rank count
    with its own point, repeat and session, and its output one of 64 variants of the template's
    output (every time printed scaled by its own factor, then parsed by the real parser, so the
    record's rows point into its output exactly as ``commstack run`` writes them; variants are
@@ -16,8 +18,8 @@ The campaigns are grown from a real sweep, as a user's would be:
 3. **Measured**, each command in a child process (wall, CPU, peak RSS: ``report_scale.measure``):
    ``status`` (the first one builds the status log); a cold ``report`` (no index, no
    ``report/``, no ``summary.csv``); a warm one (nothing changed); and sessions: a real
-   ``commstack run`` of the campaign's matrix with one more ``iter`` value, 2 points x 5
-   repeats = 10 new records launched with Intel MPI, its whole wall and its end (from the line
+   ``commstack run`` into the campaign of 2 new points x 5 repeats = 10 records launched
+   with Intel MPI, its whole wall and its end (from the line
    of its last record to its exit: what a session pays after its runs). On-disk bytes per
    record beyond the raw output (stdout/stderr): record.json, point.json, index, status log.
 
@@ -49,17 +51,25 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import report_scale as rs  # noqa: E402
 
-from commstack.benchmarks.imb import parse_imb  # noqa: E402
+from commstack.benchmarks.registry import parser_for  # noqa: E402
 from commstack.store import state_log  # noqa: E402
 from commstack.store.files import write_new_json  # noqa: E402
 from commstack.store.record import Record  # noqa: E402
 
 REPEATS = 5
 VARIANTS = 64
+# Each shape: its benchmark, its parameters, the axis the campaign grows along (``scale``), and
+# for OSU the folders of the Spack-built benchmarks (tests/spack/osu-intelmpi).
 SHAPES = {
-    "imb70": {"benchmarks": "PingPong Allreduce Alltoall", "msglog": "0:16"},
-    "imb250": {"benchmarks": "Allreduce Alltoall Allgather Bcast Reduce Reduce_scatter "
-                             "Gather Scatter", "msglog": "0:22"},
+    "imb70": {"benchmark": "imb-mpi1", "scale": "iter",
+              "parameters": {"benchmarks": "PingPong Allreduce Alltoall", "msglog": "0:16"}},
+    "imb250": {"benchmark": "imb-mpi1", "scale": "iter",
+               "parameters": {"benchmarks": "Allreduce Alltoall Allgather Bcast Reduce "
+                                            "Reduce_scatter Gather Scatter", "msglog": "0:22"}},
+    "osu": {"benchmark": "osu", "scale": "iterations",
+            "parameters": {"executable": "osu_allreduce", "message_size": "1:1048576",
+                           "warmup": 10},
+            "bin": '["${COMMSTACK_OSU_INTELMPI}/pt2pt", "${COMMSTACK_OSU_INTELMPI}/collective"]'},
 }
 _NUMBER = re.compile(r"(?<=\s)(\d+\.\d+)(?=\s|$)")
 
@@ -71,13 +81,15 @@ KNOBS = {"ranks_per_node": [2, 4], "I_MPI_ADJUST_ALLREDUCE": list(range(1, 11)),
 
 
 def matrix_text(name: str, shape: str, iters: List[int], knobs: Optional[Dict] = None) -> str:
-    """The campaign's matrix: ``KNOBS`` x ``iter``, 5 repeats, Intel MPI."""
+    """The campaign's matrix: ``KNOBS`` x the shape's scale axis, 5 repeats, Intel MPI."""
     s = SHAPES[shape]
     product = "".join(f"  {k}: {json.dumps(v)}\n" for k, v in (knobs or KNOBS).items())
-    return (f"campaign: {name}\nbenchmark: imb-mpi1\nrepeats: {REPEATS}\ntimeout: 300\n"
-            "stacks:\n  impi:\n    flavour: intelmpi\n    prefix: ${I_MPI_ROOT}\n"
-            f"parameters:\n  benchmarks: {s['benchmarks']}\n  msglog: \"{s['msglog']}\"\n"
-            f"product:\n{product}  iter: {json.dumps(iters)}\n")
+    parameters = "".join(f"  {k}: {json.dumps(v)}\n" for k, v in s["parameters"].items())
+    stack = "  impi:\n    flavour: intelmpi\n    prefix: ${I_MPI_ROOT}\n" + (
+        f"    bin: {s['bin']}\n" if "bin" in s else "")
+    return (f"campaign: {name}\nbenchmark: {s['benchmark']}\nrepeats: {REPEATS}\n"
+            f"timeout: 300\nstacks:\n{stack}parameters:\n{parameters}"
+            f"product:\n{product}  {s['scale']}: {json.dumps(iters)}\n")
 
 
 def commstack(src: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
@@ -144,12 +156,14 @@ def grow(work: Path, shape: str, records: int) -> Path:
         (variants / str(ranks)).mkdir(parents=True)
         pools[ranks] = _variants(folder, variants / str(ranks))
     write_new_json(tmp / "campaign.json", {"campaign": campaign.name, "machine": "bench",
-                                           "benchmark": "imb-mpi1", "created": time.time()})
+                                           "benchmark": SHAPES[shape]["benchmark"],
+                                           "created": time.time()})
     from commstack.matrix.expand import expand
     from commstack.matrix.load import load_matrix
 
     points = expand(load_matrix(session / "matrix.yaml"))
-    jobs = [(tmp, folders, pools, points[i::2], session.name, i) for i in range(2)]
+    jobs = [(tmp, folders, pools, points[i::2], session.name, i, SHAPES[shape]["benchmark"])
+            for i in range(2)]
     with multiprocessing.get_context("fork").Pool(2) as pool:
         logs = pool.starmap(_write_points, jobs)
     log = state_log.log_path(tmp)
@@ -159,7 +173,7 @@ def grow(work: Path, shape: str, records: int) -> Path:
 
 
 def _write_points(campaign: Path, folders: Dict[int, Path], pools, points, session: str,
-                  seed: int) -> bytes:
+                  seed: int, benchmark: str) -> bytes:
     """The points' folders and records. Each record is the template record of its rank count
     with the rows of its output variant, written by ``Record.dumps`` once per (ranks, variant);
     per record only its own fields (point, repeat, parameters) are put in its JSON lines."""
@@ -170,7 +184,7 @@ def _write_points(campaign: Path, folders: Dict[int, Path], pools, points, sessi
         base = Record.load(folder / "record.json")
         for which, (_, _, text) in enumerate(pools[ranks]):
             record = Record.from_dict({**base.to_dict(), "campaign": name, "machine": "bench",
-                                       "session": session, "parsed": parse_imb(text).rows,
+                                       "session": session, "parsed": parser_for(benchmark)(text).rows,
                                        "schema": base.schema})
             data = json.loads(record.dumps())
             lines[(ranks, which)] = {k: _line(k, v) for k, v in data.items()}
@@ -180,7 +194,7 @@ def _write_points(campaign: Path, folders: Dict[int, Path], pools, points, sessi
         folder = campaign / "points" / point.id
         folder.mkdir(parents=True)
         params = point.as_dict()
-        write_new_json(folder / "point.json", {"benchmark": "imb-mpi1", "params": params})
+        write_new_json(folder / "point.json", {"benchmark": benchmark, "params": params})
         for repeat in range(1, REPEATS + 1):
             attempt = folder / f"rep{repeat}.try1"
             attempt.mkdir()
@@ -299,6 +313,11 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     os.environ.setdefault("I_MPI_ROOT", sys.prefix)  # the venv holding impi-rt (setup_venv.sh)
+    if args.shape == "osu" and "COMMSTACK_OSU_INTELMPI" not in os.environ:
+        found = subprocess.run([sys.executable, "-m", "commstack.spack", "tests/spack/osu-intelmpi",
+                                "--expect", "libexec/osu-micro-benchmarks/mpi/pt2pt/osu_latency"],
+                               cwd=ROOT, capture_output=True, text=True, check=True)
+        os.environ["COMMSTACK_OSU_INTELMPI"] = str(Path(found.stdout.split()[-1]).parent)
     out = args.out or ROOT / f"bench/results/store_scale_{args.shape}.json"
     rs.compile_code(args.src)
     label = args.label or "commit " + subprocess.run(
