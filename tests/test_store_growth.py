@@ -241,3 +241,13 @@ def test_parts_that_pile_up_are_merged_smallest_first_within_a_bound(grown, tmp_
               for p in (root / "index").glob("*.parquet")]
     assert len(merged) < 4 and max(merged) <= max(sum(sorted(sizes)[:2]), max(sizes))
     assert sum(merged) == sum(sizes)  # every row once
+
+
+def test_records_csv_of_a_damaged_record_is_one_sentence(grown, tmp_path):
+    root = _copy(grown, tmp_path)
+    victim = sorted(root.glob("points/*/rep1.try1/record.json"))[0]
+    victim.write_bytes(victim.read_bytes()[:200])  # cut off mid-way
+    done = commstack("query", str(root), "--records")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert str(victim) in done.stderr and "not valid JSON" in done.stderr
