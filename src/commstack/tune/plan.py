@@ -157,10 +157,6 @@ class TunePlan:
     exclude_cases: List[Dict[str, Any]] = field(default_factory=list)
     racing: Optional[Racing] = None  # None: every candidate of a step takes base.repeats
 
-    def step_repeats(self) -> int:
-        """The repeats a step's matrix allows: ``racing.most`` when the plan races."""
-        return self.racing.most if self.racing else int(self.base.get("repeats", 1))
-
     def case_list(self) -> List[Dict[str, Any]]:
         names = list(self.cases)
         return [case for case in (dict(zip(names, combo))
