@@ -64,6 +64,9 @@ class Option:
       ``triple`` -> ``flag X Y Z`` (value given as "X Y Z", "XxYxZ" or a list of 3)
       ``names``  -> positional words (IMB benchmark list: "PingPong Allreduce" or a list)
       ``trailing`` -> a positional word after every option (GASNet tests: iters maxsz sections)
+      ``file``   -> ``flag PATH``: the value (a list, or words split at commas and spaces) is
+                    written one word per line to ``file`` in the run's folder (IMB's
+                    ``-msglen``; :meth:`Benchmark.files`)
     """
 
     flag: str
@@ -72,10 +75,20 @@ class Option:
     # Every whole number in the value at most this (a count, a process number, a size exponent:
     # what no machine has is refused before anything is launched); None: not checked.
     most: Optional[int] = None
+    file: str = ""  # kind ``file``: the file's name in the run's folder
+
+    @property
+    def variable(self) -> str:
+        """Kind ``file``: the variable that names the written file (``${...}`` in argv)."""
+        return "COMMSTACK_FILE_" + re.sub(r"\W", "_", self.file).upper()
 
     def render(self, value: Any) -> List[str]:
         if self.most is not None:
             self._check_most(value)
+        if self.kind == "file":
+            if not _words(value):
+                raise ValueError(f"{self.flag}: expected a list of values, got {value!r}")
+            return [self.flag, "${%s}" % self.variable]
         if self.kind == "flag":
             return [self.flag] if _truthy(value) else []
         if self.kind == "equals":
@@ -140,6 +153,14 @@ class Benchmark:
             if option.kind == "trailing" and name in params:
                 args += option.render(params[name])
         return [exe, *args]
+
+    def files(self, params: Mapping[str, Any]) -> List[Tuple[str, str, str]]:
+        """The files the options of kind ``file`` in ``params`` write into the run's folder:
+        (name, text, variable)."""
+        return [(option.file, "".join(f"{word}\n" for word in _words(params[name])),
+                 option.variable)
+                for name, option in self.options.items()
+                if option.kind == "file" and name in params]
 
     def fatal(self, output: Output) -> List[str]:
         """The notes of ``output`` that mean the run did not run what was asked."""

@@ -521,6 +521,10 @@ OPTIONS: Dict[str, Option] = {
     "msglog": Option("-msglog", help="message sizes 2^min..2^max, e.g. '0:16'", most=62),
     "msgsize": Option("-msgsize", help="explicit comma-separated message sizes (IMB 2021.11)",
                       most=bounds.MAX_BYTES),
+    "msglen": Option("-msglen", "file", "explicit message sizes, a list or comma-separated, "
+                     "written to the run's folder (IMB's -msglen lengths file, read by "
+                     "IMB 2021.7 and Intel MPI's IMB here; -msgsize needs 2021.11)", most=bounds.MAX_BYTES,
+                     file="msglen.txt"),
     "npmin": Option("-npmin", help="smallest process count", most=bounds.MAX_RANKS),
     "mem": Option("-mem", help="GB of memory per process for message buffers"),
     "off_cache": Option("-off_cache", help="cache size in MB (-1: default) and line size"),
@@ -550,10 +554,11 @@ def scale_down(params: Dict[str, Any], ranks: int) -> Dict[str, Any]:
     if "msglog" in out:
         bounds = [min(int(x), REHEARSAL_MSGLOG) for x in str(out["msglog"]).split(":")]
         out["msglog"] = ":".join(map(str, bounds))
-    if "msgsize" in out:
-        sizes = [int(x) for x in str(out["msgsize"]).split(",")]
-        out["msgsize"] = ",".join(str(x) for x in sizes if x <= 2 ** REHEARSAL_MSGLOG) or str(
-            min(sizes))
+    for name in ("msgsize", "msglen"):
+        if name in out:
+            sizes = [int(x) for x in str(out[name]).replace(",", " ").strip("[]").split()]
+            out[name] = ",".join(str(x) for x in sizes if x <= 2 ** REHEARSAL_MSGLOG) or str(
+                min(sizes))
     capped(out, "iter", 20)
     capped(out, "time", 2)
     capped(out, "mem", 0.5)

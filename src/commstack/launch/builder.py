@@ -105,6 +105,7 @@ def build(point: Point, benchmark: Benchmark, stack: ResolvedStack,
 
     argv = benchmark.argv(options)
     argv[0] = stack.find(argv[0])
+    own_files = _benchmark_files(benchmark, options)
     env: Dict[str, str] = {}
     # A step gets the network's variables, and its launcher's unless a conduit's spawner runs it.
     if allocation is not None:
@@ -121,8 +122,15 @@ def build(point: Point, benchmark: Benchmark, stack: ResolvedStack,
     reports = (flavour.binding_report,) if flavour.binding_report else ()
     expected = Expected(request.mapping, request.ranks_per_node, request.nodes,
                         request.oversubscribed, reports)
-    return LaunchSpec(point, stack, flavour, facts, request, placement, env, files, argv,
-                      expected, cpus, launcher_cpus, span, allocation)
+    return LaunchSpec(point, stack, flavour, facts, request, placement, env,
+                      tuple(files) + own_files, argv, expected, cpus, launcher_cpus, span,
+                      allocation)
+
+
+def _benchmark_files(benchmark: Benchmark, options: Dict[str, Any]) -> Tuple[RunFile, ...]:
+    """The files the benchmark's own options write into the run's folder (IMB's -msglen)."""
+    return tuple(RunFile(name, text, variable, f"{name}: written for the benchmark's arguments")
+                 for name, text, variable in benchmark.files(options))
 
 
 def _simulated(point: Point, benchmark: Benchmark, stack: ResolvedStack,
@@ -155,7 +163,8 @@ def _simulated(point: Point, benchmark: Benchmark, stack: ResolvedStack,
             raise LaunchError(f"{where}: mapping.{mapping}.cpu_map: {exc}") from None
     env = stack.env_delta()
     env.update(P.point_env(point, benchmark))
-    argv = benchmark.argv(P.benchmark_params(point, benchmark))
+    options = P.benchmark_params(point, benchmark)
+    argv = benchmark.argv(options)
     argv[0] = stack.find(argv[0])
     try:
         launch, files, simulation = flavour.simulate(
@@ -167,7 +176,8 @@ def _simulated(point: Point, benchmark: Benchmark, stack: ResolvedStack,
                         reports=(flavour.binding_report,) if flavour.binding_report else (),
                         node_order="block", hosts=simulation.hosts)
     return LaunchSpec(point, stack, flavour, LaunchFacts(), request, Placement(), launch.env,
-                      tuple(files), argv, expected, simulated=(launch, simulation))
+                      tuple(files) + _benchmark_files(benchmark, options), argv, expected,
+                      simulated=(launch, simulation))
 
 
 def available_cores() -> int:
