@@ -56,6 +56,23 @@ def test_one_lucky_size_among_many_is_not_a_win():
     assert out.winner == "default"
 
 
+def test_noise_where_a_candidate_equals_the_incumbent_does_not_void_its_win():
+    """Equal at four of five sizes, their medians 2-3 % apart by chance (the rule's "same"),
+    twice as fast at the fifth: the win counts. Typically slower by more than the threshold
+    (10 % at four sizes, not significant), the same win does not make it the step's winner:
+    it is left to the bands."""
+    same = {s: jitter(10 * 1.03) for s in (1, 2, 4, 8)}
+    data = m(default={**{s: jitter(10) for s in (1, 2, 4, 8)}, 16: jitter(20)},
+             equal={**same, 16: jitter(10)})
+    out = rule.decide(data, "default")
+    assert out.scores["equal"].median_speedup < 1 and out.winner == "equal"
+    data["equal"].update({s: [7.0, 8.0, 9.0, 11.0, 13.0, 14.0, 15.0] for s in (1, 2, 4, 8)})
+    out = rule.decide(data, "default")
+    assert out.scores["equal"].wins == 1 and out.scores["equal"].losses == 0
+    assert out.winner == "default"
+    assert [b.best for b in out.bands] == ["default", "equal"]
+
+
 def test_a_loss_disqualifies_unless_allowed():
     data = m(default={1: jitter(10), 1024: jitter(100)},
              mixed={1: jitter(5), 1024: jitter(130)})

@@ -12,8 +12,10 @@ is not a win. At a size a candidate is
 * ``same``: otherwise (including too few repeats to tell).
 
 A candidate that is worse at any size is out (unless ``allow_losses``), so a tuned setting is
-never slower than the default where the tests can tell. Among the others whose median speed-up
-over the sizes is at least 1 (not typically slower), the winner is the one better at the most
+never slower than the default where the tests can tell. Among the others not typically slower
+(their median speed-up over the sizes at least 1 / (1 + threshold): a median ratio within the
+practical threshold is the rule's "same", so launch noise at the sizes where a candidate equals
+the incumbent does not decide whether its wins count), the winner is the one better at the most
 sizes (with ``allow_losses``: better minus worse), ties broken by that median speed-up (a median,
 not a sum or mean of ratios: Hoefler & Belli, rule 4); a candidate better nowhere never wins, and
 the incumbent stays. One better at some sizes but typically slower is left to the bands, which
@@ -120,6 +122,13 @@ def calls(measurements: Measurements, incumbent: Hashable, rule: Rule = Rule()
     return out
 
 
+def _typically_slower(score: Score, rule: Rule) -> bool:
+    """Slower than the incumbent over the sizes by more than the practical threshold (the
+    median of the per-size ratios): a difference within it is the rule's "same", so the noise
+    of a candidate equal at most sizes does not decide whether its wins count."""
+    return score.median_speedup * (1 + rule.threshold) < 1
+
+
 def decide(measurements: Measurements, incumbent: Hashable, rule: Rule = Rule()) -> Outcome:
     if incumbent not in measurements:
         raise ValueError(f"the incumbent {incumbent!r} was not measured")
@@ -136,7 +145,7 @@ def decide(measurements: Measurements, incumbent: Hashable, rule: Rule = Rule())
     # candidate stays in the bands (a per-size choice), not the step's winner.
     contenders = [c for c, s in outcome.scores.items()
                   if c != incumbent and s.wins and (rule.allow_losses or s.eligible)
-                  and s.key(rule.allow_losses)[0] > 0 and s.median_speedup >= 1]
+                  and s.key(rule.allow_losses)[0] > 0 and not _typically_slower(s, rule)]
     if contenders:
         outcome.winner = max(contenders, key=lambda c: outcome.scores[c].key(rule.allow_losses))
     outcome.bands = _bands(measurements, found, incumbent)
