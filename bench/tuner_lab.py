@@ -17,11 +17,18 @@ machine (SimGrid SMPI; docs/measured.md "The tuner lab").
 
 Usage:
   python bench/tuner_lab.py [--plan plans/bm-optimized3-36/simulated-coll-tuned.yaml]
-      [--work DIR] [--cases nodes=2] [--noise 0.0] [--null 0] [--racing 4,2,8]
-      [--out bench/results/tuner_lab.json]
+      [--work DIR] [--cases nodes=2] [--noise 0.0] [--null 0] [--racing 4,2,8] [--carry]
+      [--coarse N] [--out bench/results/tuner_lab.json]
 
 ``--racing FIRST,ROUND,MOST`` races each step's candidates (commstack.tune.racing); the null
-tunes then race too.
+tunes then race too. ``--carry`` sets the plan's ``carry_incumbent: true`` (a step does not
+run its incumbent again: commstack.tune.carry). ``--coarse N`` sets ``coarse_sizes: N`` (every
+N-th size first, then the sizes between two where the best changes: commstack.tune.sizes).
+
+Cost is counted three ways: runs launched; (run, size) measurements taken; and the simulated
+time of the measured calls, one repetition of each size of each run summed (``call_s``): at a
+fixed repetition count a run on the machine costs in proportion, so a run of the small sizes
+alone is cheap where one with the large sizes is not.
 """
 
 from __future__ import annotations
@@ -138,6 +145,25 @@ def runs_in(folder: Path) -> int:
     return sum(1 for _ in folder.glob("**/points/*/rep*.try*/record.json"))
 
 
+def cost_of(folder: Path) -> Dict[str, Any]:
+    """What the runs under ``folder`` measured: (run, size) rows, the simulated time of one
+    call at each (seconds), and the simulator's wall time."""
+    from commstack.aggregate import metric_of, result_rows
+    from commstack.store.campaign import Campaign
+
+    rows = call_us = wall = 0.0
+    for campaign in sorted({p.parents[3] for p in folder.glob("**/points/*/rep*.try*/record.json")}):
+        records = list(Campaign(campaign).records())
+        wall += sum(r.duration_s or 0 for r in records)
+        for rec, row in result_rows(records):
+            metric = metric_of(row, rec.benchmark)
+            if metric and row.get("status", "ok") == "ok":
+                rows += 1
+                call_us += float(row[metric[0]])
+    return {"run_sizes": int(rows), "call_s": round(call_us / 1e6, 6),
+            "simulator_s": round(wall, 1)}
+
+
 def determinism(grid: Path, work: Path, sample: int) -> Dict[str, Any]:
     """Rerun ``sample`` of a grid's points (a copy of its matrix, new campaign) and compare the
     parsed rows: a noise-free simulation must repeat bit for bit."""
@@ -188,23 +214,36 @@ decision: {{threshold: 0.05, correction: bh}}
 """
 
 
+# With --carry the null tunes take two steps over variables nothing reads, the second's
+# incumbent carried from the first: a winner in either is a false one.
+NULL_FIRST_STEP = """  - name: first
+    product: {env.COMMSTACK_LAB_NULL0: [a, b]}
+"""
+
+
 def null_tunes(work: Path, count: int, noise: float, repeats: int,
-               racing: Optional[Dict[str, int]] = None) -> Dict[str, Any]:
+               racing: Optional[Dict[str, int]] = None, carry: bool = False) -> Dict[str, Any]:
     path = work / "plans" / "bm-optimized3-36" / "lab-null.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     text = NULL_PLAN.format(repeats=repeats, noise=noise, replicas=list(range(1, count + 1)))
     if racing:
         text += f"racing: {json.dumps(racing)}\n"
+    if carry:
+        text = text.replace("steps:\n", "steps:\n" + NULL_FIRST_STEP).replace(
+            "  env.COMMSTACK_LAB_NULL: a\n",
+            "  env.COMMSTACK_LAB_NULL: a\n  env.COMMSTACK_LAB_NULL0: a\n")
+        text += "carry_incumbent: true\n"
     path.write_text(text)
     wall = commstack("tune", str(path), "--out", str(work / "results"), "--local",
                      log=work / "null.log")
     root = work / "results" / "bm-optimized3-36" / "lab-null"
-    changed = []
-    for decision in sorted(root.glob("*/nothing/decision.json")):
-        if json.loads(decision.read_text()).get("changed"):
-            changed.append(decision.parent.parent.name)
-    return {"cases": count, "noise": noise, "repeats": repeats, "false_winners": len(changed),
-            "which": changed, "runs": runs_in(root), "wall_s": round(wall, 1)}
+    changed = set()
+    for decision in sorted(root.glob("*/*/decision.json")):
+        if decision.parent.name != "tuned" and json.loads(decision.read_text()).get("changed"):
+            changed.add(decision.parent.parent.name)
+    return {"cases": count, "noise": noise, "repeats": repeats, "carry_incumbent": carry,
+            "false_winners": len(changed), "which": sorted(changed), "runs": runs_in(root),
+            "wall_s": round(wall, 1)}
 
 
 def main() -> int:
@@ -221,6 +260,10 @@ def main() -> int:
     p.add_argument("--null-repeats", type=int, default=8)
     p.add_argument("--racing", default=None, metavar="FIRST,ROUND,MOST",
                    help="race each step's candidates (the plan's racing:, commstack.tune.racing)")
+    p.add_argument("--carry", action="store_true",
+                   help="carry each step's incumbent from the step before (carry_incumbent)")
+    p.add_argument("--coarse", type=int, default=None, metavar="N",
+                   help="every N-th message size first (the plan's coarse_sizes)")
     p.add_argument("--skip-tune", action="store_true")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
@@ -236,10 +279,16 @@ def main() -> int:
     if args.racing:
         first, step, most = (int(x) for x in args.racing.split(","))
         out["racing"] = {"first": first, "round": step, "most": most}
-    if args.noise or wanted or args.racing:  # the plan as given, with noise, racing and
-        data = yaml.safe_load(args.plan.read_text())  # only the chosen cases
+    out["carry_incumbent"] = args.carry
+    out["coarse_sizes"] = args.coarse
+    if args.noise or wanted or args.racing or args.carry or args.coarse:  # the plan, with noise,
+        data = yaml.safe_load(args.plan.read_text())  # racing, carrying and the chosen cases
         if args.racing:
             data["racing"] = out["racing"]
+        if args.carry:
+            data["carry_incumbent"] = True
+        if args.coarse:
+            data["coarse_sizes"] = args.coarse
         for stack in data["base"]["stacks"].values():
             stack["noise"] = args.noise or stack.get("noise", 0)
         for key, value in wanted.items():
@@ -269,6 +318,7 @@ def main() -> int:
             tuned = tuned_settings(case_dir)
             entry["tuned"] = tuned
             entry["tuner_runs"] = runs_in(case_dir)
+            entry["tuner_cost"] = cost_of(case_dir)
             entry["step_runs"] = {d.parent.name: json.loads(d.read_text()).get("runs")
                                   for d in sorted(case_dir.glob("*/decision.json"))}
             entry["dropped"] = {d.parent.name: [r["dropped"] for r in json.loads(
@@ -277,12 +327,15 @@ def main() -> int:
             entry["comparison"] = compare(plan, entry["case"], grid, tuned)
     if args.null:
         out["null"] = null_tunes(work, args.null, args.noise or 0.28, args.null_repeats,
-                                 out.get("racing"))
+                                 out.get("racing"), args.carry)
     cells = [c for e in out["cases"] for c in (e.get("comparison") or {}).get("cells", [])]
     if cells:
         within = sum(1 for c in cells if c["ratio"] is not None and c["ratio"] <= WITHIN)
         runs = sum(e.get("tuner_runs", 0) for e in out["cases"])
         exhaustive_runs = sum(e["exhaustive_runs_at_plan_repeats"] for e in out["cases"])
+        cost = [e.get("tuner_cost") or {} for e in out["cases"]]
+        out["cost"] = {k: round(sum(c.get(k, 0) for c in cost), 6)
+                       for k in ("run_sizes", "call_s", "simulator_s")}
         out["summary"] = {"cells": len(cells), "within_5pct": within,
                           "share_within": round(within / len(cells), 4),
                           "tuner_runs": runs, "exhaustive_runs_at_plan_repeats": exhaustive_runs,

@@ -19,9 +19,15 @@
 5. ``--racing FIRST,ROUND,MOST``: the same steps raced (commstack.tune.racing) on the recorded
    repeats in their order: a round "runs" the next repeats of the candidates still racing, a
    dropped candidate keeps only the repeats it took, and the step decides on those alone; its
-   choice and runs beside the staged tuner's (and measured fresh when it differs).
+   choice and runs beside the staged tuner's (and measured fresh when it differs). With
+   ``--carry`` the mapping step's incumbent is the algorithm step's winner with the repeats it
+   took there, not run again (a plan's ``carry_incumbent``, commstack.tune.carry).
 
-Usage: python bench/tuner_vs_exhaustive.py [--grid DIR] [--racing 4,2,10] [--out bench/results]
+Runs are counted as `commstack tune` launches them: every candidate of every step, the
+incumbent in each step (without carrying).
+
+Usage: python bench/tuner_vs_exhaustive.py [--grid DIR] [--racing 4,2,10] [--carry]
+           [--out bench/results]
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 from commstack import stats
 from commstack.tune import decide as rule
@@ -106,31 +113,40 @@ def fresh_ratio(tuned: tuple, best: tuple) -> dict:
     return {"tuner_over_unconstrained_best": ratio, "runs": 2 * VERIFY_REPEATS}
 
 
-def raced_steps(grid: Path, full: dict, plan: racing.Racing) -> dict:
+def raced_steps(grid: Path, full: dict, plan: racing.Racing, carry: bool = False) -> dict:
     """The tuner's steps raced on the grid's recorded repeats (see the module's 5.)."""
     by_repeats = {r: measurements(grid, AXES, "Allreduce", repeats=r)
                   for r in range(1, plan.most + 1)}
     settings, runs, rounds = dict(DEFAULTS), 0, {}
+    held: Optional[int] = None  # repeats the settings held took in the step before (--carry)
     for axes in STEPS:
         points = {tuple(dict(zip(AXES, key))[a] for a in axes): key for key in full
                   if all(dict(zip(AXES, key))[a] == settings[a] for a in AXES if a not in axes)}
         incumbent = tuple(settings[a] for a in axes)
 
-        def data_at(repeats: int, points=points) -> dict:
-            return {cand: by_repeats[repeats][key] for cand, key in points.items()}
+        carried = held if carry and held is not None else None
+
+        def data_at(repeats: int, points=points, carried=carried, incumbent=incumbent) -> dict:
+            return {cand: by_repeats[min(repeats, carried) if carried and cand == incumbent
+                                     else repeats][key] for cand, key in points.items()}
 
         found = racing.race(list(points), incumbent, plan, rule.Rule(),
-                            lambda racing_now, repeat: len(racing_now), data_at)
+                            lambda racing_now, repeat, carried=carried, incumbent=incumbent:
+                            len(racing_now) - (carried is not None and incumbent in racing_now),
+                            data_at)
         taken = {cand: found.rounds[-1].repeats for cand in points}
         for one in found.rounds:
             for cand in one.dropped:
                 taken[cand] = one.repeats
-        runs += sum(taken.values())
+        if carried is not None:
+            taken[incumbent] = carried
+        runs += sum(n for cand, n in taken.items() if not (carried and cand == incumbent))
         rounds["+".join(axes)] = [(one.repeats, len(one.racing), len(one.dropped))
                                   for one in found.rounds]
         outcome = rule.decide({cand: by_repeats[taken[cand]][key] for cand, key in points.items()},
                               incumbent, rule.Rule())
         settings.update(dict(zip(axes, outcome.winner)))
+        held = taken[outcome.winner]
     return {"choice": tuple(settings[a] for a in AXES), "runs": runs,
             "rounds (repeats, racing, dropped)": rounds}
 
@@ -141,6 +157,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=REPEATS, help="repeats of every grid point")
     ap.add_argument("--racing", default=None, metavar="FIRST,ROUND,MOST",
                     help="also race the steps on the recorded repeats")
+    ap.add_argument("--carry", action="store_true",
+                    help="raced steps carry the incumbent from the step before")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args()
     os.environ.setdefault("I_MPI_ROOT", sys.prefix)
@@ -162,14 +180,14 @@ def main() -> int:
               "default_over_unconstrained_best": score[default_key] / score[geo_best]}
     for name, allow in (("default_rule", False), ("allow_losses", True)):
         settings = dict(DEFAULTS)
-        measured = set()
+        launched = 0
         for axes in STEPS:
             candidates = {}
             for key, sizes in full.items():
                 named = dict(zip(AXES, key))
                 if all(named[a] == settings[a] for a in AXES if a not in axes):
                     candidates[tuple(named[a] for a in axes)] = sizes
-                    measured.add(key)
+            launched += len(candidates) * args.repeats
             outcome = rule.decide(candidates, tuple(settings[a] for a in axes),
                                   rule.Rule(allow_losses=allow))
             settings.update(dict(zip(axes, outcome.winner)))
@@ -178,22 +196,24 @@ def main() -> int:
         admitted = rule.decide(full, default_key, rule.Rule(allow_losses=allow)).scores
         pool = [k for k, sc in admitted.items()
                 if k != default_key and sc.wins and (allow or sc.eligible)
-                and sc.key(allow)[0] > 0 and sc.median_speedup >= 1] or [default_key]
+                and sc.key(allow)[0] > 0 and sc.median_speedup * 1.05 >= 1] or [default_key]
         best = min(pool, key=lambda k: score[k])
         result[name] = {
             "tuner_choice": dict(zip(AXES, chosen)),
             "exhaustive_best": dict(zip(AXES, best)),
             "tuner_over_best": score[chosen] / score[best],
             "default_over_best": score[default_key] / score[best],
-            "tuner_runs": len(measured) * args.repeats,
+            "tuner_runs": launched,
+            # the same steps with carry_incumbent: each step after the first skips its incumbent
+            "tuner_runs_carried": launched - (len(STEPS) - 1) * args.repeats,
         }
     result["fresh"] = fresh_ratio(tuple(result["default_rule"]["tuner_choice"][a] for a in AXES),
                                   geo_best)
     if args.racing:
         plan = racing.Racing(*(int(x) for x in args.racing.split(",")))
-        raced = raced_steps(grid, full, plan)
+        raced = raced_steps(grid, full, plan, args.carry)
         chosen = raced.pop("choice")
-        result["raced"] = {**raced, "racing": args.racing,
+        result["raced"] = {**raced, "racing": args.racing, "carry": args.carry,
                            "tuner_choice": dict(zip(AXES, chosen)),
                            "tuner_over_best": score[chosen] / score[tuple(
                                result["default_rule"]["exhaustive_best"][a] for a in AXES)],

@@ -93,13 +93,19 @@ def decisions_table(results: List[CaseResult], names: List[str]) -> List[Dict[st
             skipped += [f"{step['step']}: {s['text']}" for s in step.get("skipped") or []]
         if skipped:
             row["skipped"] = "; ".join(skipped)
-        # Every run the case's steps and verify launched (a resumed tune's earlier ones too).
-        row["runs"] = sum(1 for _ in res.directory.glob("*/points/*/rep*.try*/record.json"))
+        # Every run the case's steps, their refinements and verify launched (a resumed tune's
+        # earlier ones too).
+        row["runs"] = sum(1 for pattern in ("*/points/*/rep*.try*/record.json",
+                                            "*/refine/points/*/rep*.try*/record.json")
+                          for _ in res.directory.glob(pattern))
         raced = [_race_text(step) for step in res.steps if step.get("racing")]
         if raced:
             row["racing"] = "; ".join(raced)
+        refined = [_sizes_text(step) for step in res.steps if step.get("sizes")]
+        if refined:
+            row["sizes"] = "; ".join(refined)
         rows.append(row)
-    for column in ("racing", "skipped"):  # in every row once in one, last
+    for column in ("racing", "sizes", "skipped"):  # in every row once in one, last
         if any(r.get(column) for r in rows):
             for r in rows:
                 r[column] = r.pop(column, "")
@@ -115,7 +121,20 @@ def _race_text(step: Dict[str, Any]) -> str:
     text = f"{step['step']}: {runs} runs, {sum(n for n, _ in dropped)} of {count} dropped"
     if dropped:
         text += " (" + ", ".join(f"{n} at {r}" for n, r in dropped) + " repeats)"
+    if step.get("incumbent_from"):
+        text += f", incumbent's runs from {step['incumbent_from']['step']}"
     return text + ("; " + race["stopped"] if race["stopped"].startswith("budget") else "")
+
+
+def _sizes_text(step: Dict[str, Any]) -> str:
+    """A step measured at coarse sizes first: where it refined, and at what cost."""
+    sizes = step["sizes"]
+    if not sizes.get("between"):
+        return f"{step['step']}: {len(sizes['coarse'])} sizes, nothing to refine"
+    return (f"{step['step']}: {len(sizes['coarse'])} sizes, refined "
+            + ", ".join(f"{a}-{b}" for a, b in sizes["between"])
+            + f" bytes ({len(sizes['sizes'])} sizes x {len(sizes['candidates'])} candidates, "
+            f"{sizes['runs']} runs)")
 
 
 def table_markdown(rows: List[Dict[str, Any]], results: Optional[List[CaseResult]] = None) -> str:

@@ -33,6 +33,10 @@ steps:
 decision: {threshold: 0.05, alpha: 0.05, correction: bh}
 racing: {first: 4, round: 2, most: 16}   # optional: candidates measured in rounds, the clearly
                                          # worse dropped (commstack.tune.racing)
+carry_incumbent: true      # optional: a step's incumbent (the step before's choice, under the
+                           # same settings) is not run again; its runs there are used
+coarse_sizes: 4            # optional: every 4th power of two of msglog first, then the sizes
+                           # between two where the best changes (commstack.tune.sizes; IMB)
 ```
 
 Per-case steps and values (the Oracle study: plans/bm-optimized3-36/oci-study.yaml):
@@ -74,6 +78,7 @@ from commstack.matrix.load import check_matrix_keys
 from commstack.matrix.model import MatrixError
 from commstack.tune.decide import Rule
 from commstack.tune.racing import Racing, load_racing
+from commstack.tune.sizes import load_coarse
 from commstack.yaml_errors import one_line
 
 BASE_KEYS = {"benchmark", "repeats", "timeout", "stacks", "parameters", "description",
@@ -156,6 +161,10 @@ class TunePlan:
     # Combinations of `cases` not to tune, as a matrix's `exclude` (each entry: case keys).
     exclude_cases: List[Dict[str, Any]] = field(default_factory=list)
     racing: Optional[Racing] = None  # None: every candidate of a step takes base.repeats
+    # A step's incumbent is the step before's choice under the same settings: measured there,
+    # not run again (fewer runs; its runs are older than the challengers', see docs plan.md).
+    carry_incumbent: bool = False
+    coarse_sizes: Optional[int] = None  # commstack.tune.sizes: every N-th size first
 
     def case_list(self) -> List[Dict[str, Any]]:
         names = list(self.cases)
@@ -221,11 +230,12 @@ def load_plan(path: Path) -> TunePlan:
     if not isinstance(data, dict):
         raise MatrixError(f"{path}: expected a mapping at the top level")
     unknown = set(data) - {"campaign", "base", "cases", "exclude_cases", "defaults", "steps",
-                           "decision", "settings", "case_values", "racing"}
+                           "decision", "settings", "case_values", "racing", "carry_incumbent",
+                           "coarse_sizes"}
     if unknown:
         raise MatrixError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; expected campaign, "
                           "base, cases, exclude_cases, settings, case_values, defaults, steps, "
-                          "decision, racing")
+                          "decision, racing, carry_incumbent, coarse_sizes")
     exclude = data.get("exclude_cases") or []
     if not isinstance(exclude, list) or not all(isinstance(e, dict) and e for e in exclude):
         raise MatrixError(f"{path}: exclude_cases: expected a list of mappings of case keys to "
@@ -276,6 +286,10 @@ def load_plan(path: Path) -> TunePlan:
     except (TypeError, ValueError):
         raise MatrixError(f"{path}: base.repeats: expected a number") from None
     plan.racing = load_racing(path, data.get("racing"), repeats)
+    carry = data.get("carry_incumbent", False)
+    if not isinstance(carry, bool):
+        raise MatrixError(f"{path}: carry_incumbent: expected true or false, got {carry!r}")
+    plan.carry_incumbent = carry
     for entry in plan.exclude_cases:
         for key in entry:
             if key not in plan.cases:
@@ -285,6 +299,7 @@ def load_plan(path: Path) -> TunePlan:
         bench = registry.get(str(base["benchmark"]))
     except KeyError as exc:
         raise MatrixError(f"{path}: base.benchmark: {exc.args[0]}") from None
+    plan.coarse_sizes = load_coarse(path, data.get("coarse_sizes"), bench.options)
     try:
         S.check(settings, bench)
     except ValueError as exc:

@@ -15,7 +15,7 @@ from commstack.matrix.expand import expand
 from commstack.matrix.load import matrix_from_text
 from commstack.matrix.model import Matrix, MatrixError
 from commstack.tune.plan import TunePlan
-from commstack.tune.staged import case_slug, step_matrix_text, tuned_parameters
+from commstack.tune.staged import case_slug, coarse_of, step_matrix_text, tuned_parameters
 
 
 @dataclass
@@ -43,8 +43,9 @@ def step_sweeps(plan: TunePlan) -> Iterator[StepSweep]:
                            if any(str(r.get(axis)) == name for r in rows)}
                     for axis, named in plan.settings.items()}
             used = {axis: named for axis, named in used.items() if named}
-            text = step_matrix_text(plan, case, dict(defaults), step.axes, candidates, used)
             where = plan.path.parent / case_slug(case) / step.name / "matrix.yaml"
+            text = step_matrix_text(plan, case, dict(defaults), step.axes, candidates, used,
+                                    sizes=coarse_of(plan, case, where))
             yield StepSweep(case, step.name, list(step.axes), matrix_from_text(where, text))
 
 
@@ -52,13 +53,18 @@ def expected_runs(plan: TunePlan, budget: Optional[int] = None) -> List[str]:
     """The runs the plan takes, per case and step, before anything runs: every candidate at
     ``base.repeats`` (no racing), and with ``racing:`` the fewest a race takes (the first round,
     every challenger dropped after it) and the most (every candidate to ``racing.most``, or the
-    ``budget``); the verify sweep (default and tuned at
+    ``budget``); with ``carry_incumbent``, a step after the first launches every candidate
+    but the incumbent; the verify sweep (default and tuned at
     ``base.repeats``) and the exhaustive grid of every step's values at ``base.repeats``."""
     repeats = int(plan.base.get("repeats", 1))
     rows, totals = [], [0, 0, 0]
     grids = 0
+    first_steps = {_case(case): plan.steps_for(case)[0].name for case in plan.case_list()
+                   if plan.steps_for(case)}
     for sweep in step_sweeps(plan):
         count = len(expand(sweep.matrix))
+        if plan.carry_incumbent and first_steps.get(_case(sweep.case)) != sweep.step:
+            count -= 1  # the incumbent's runs are the step before's
         plain = count * repeats
         if plan.racing:
             fewest = count * plan.racing.first  # every challenger dropped after one round
@@ -85,9 +91,13 @@ def expected_runs(plan: TunePlan, budget: Optional[int] = None) -> List[str]:
     verify = 2 * repeats * len(cases)
     lines = [f"# {plan.path}: {len(cases)} case(s), base.repeats {repeats}"
              + (f"; {plan.racing.text()}" if plan.racing else "; no racing (every candidate "
-                "takes base.repeats)") + (f"; budget {budget} runs per step" if budget else ""),
+                "takes base.repeats)") + (f"; budget {budget} runs per step" if budget else "")
+             + ("; incumbents carried (a step after the first does not run its incumbent "
+                "again)" if plan.carry_incumbent else "")
+             + (f"; every {plan.coarse_sizes}th size of msglog first (each step's refining "
+                "adds at most 3 candidates' runs at its repeats)" if plan.coarse_sizes else ""),
              ""]
-    lines += table(["case", "step", "candidates", "runs without racing", "raced: fewest-most"],
+    lines += table(["case", "step", "candidates run", "runs without racing", "raced: fewest-most"],
                    rows, "llrrr")
     lines += ["", f"steps: {totals[0]} runs without racing"
               + (f", {totals[1]}-{totals[2]} raced" if plan.racing else "")

@@ -21,7 +21,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Hashable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Hashable, List, Optional, Set, Tuple
 
 import yaml
 
@@ -43,6 +43,9 @@ from commstack.store.files import read_json, write_new, write_new_json
 from commstack.sweep import SweepResult, run_sweep
 from commstack.tune import capable, racing
 from commstack.tune import decide as rule
+from commstack.tune import sizes as coarse_sizes
+from commstack.tune.carry import Carried, challengers
+from commstack.tune.carry import measured as carried_from
 from commstack.tune.per_size import per_size_settings
 from commstack.tune.plan import Step, TunePlan
 
@@ -148,6 +151,7 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
     settings = dict(defaults)
     done_steps: List[dict] = []
     runs = 0
+    source: Optional[Tuple[str, Path]] = None  # the step whose campaign ran the settings held
     for index, step in enumerate(plan.steps, start=1):
         if not plan.applies(step, case):
             continue
@@ -169,21 +173,42 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
                 log(f"{directory.name}: step {step.name}: {line['text']}")
             study = _study(plan, case, step.name, index, incumbent)
             study["skipped"] = runnable.skipped
+            coarse = coarse_of(plan, case, step_dir)
+            carried = _carried(plan, case, settings, step.axes, incumbent, runnable.candidates,
+                               source, coarse)
+            if carried is not None:
+                study["incumbent_from"] = carried.as_dict()
             race = None
+            repeats = int(plan.base.get("repeats", 1))
+            if carried is not None and not plan.racing and carried.repeats < repeats:
+                carried = None  # a race before left it fewer repeats: it runs here in full
             if plan.racing:
                 ran, race = _race(plan, case, settings, step, runnable.candidates, incumbent,
                                   step_dir, machine, allocation, log, study, runnable.block,
-                                  retry_failed, budget)
+                                  retry_failed, budget, carried, coarse)
                 runs += ran
+                repeats = race["rounds"][-1]["repeats"]
             else:
-                runs += _sweep(plan, case, settings, step.axes, runnable.candidates, step_dir,
-                               machine, allocation, log, study, runnable.block, retry_failed)
-            decision = _decide(plan, step, case, incumbent, step_dir)
+                runs += _sweep(plan, case, settings, step.axes,
+                               challengers(runnable.candidates, incumbent, carried, repeats),
+                               step_dir, machine, allocation, log, study, runnable.block,
+                               retry_failed, sizes=coarse)
+            refined = None
+            if coarse is not None:
+                refined = _refine(plan, case, settings, step, incumbent, step_dir, carried,
+                                  coarse, repeats, machine, allocation, log, study,
+                                  runnable.block, retry_failed)
+                runs += (refined or {}).get("runs", 0)
+            decision = _decide(plan, step, case, incumbent, step_dir, carried)
             decision["skipped"] = runnable.skipped
             decision["left_out"] = runnable.left_out
-            decision["runs"] = _launched(step_dir)
+            decision["runs"] = _launched(step_dir) + (refined or {}).get("runs", 0)
+            if carried is not None:
+                decision["incumbent_from"] = carried.as_dict()
             if race is not None:
                 decision["racing"] = race
+            if refined is not None:
+                decision["sizes"] = refined
             write_new_json(decision_file, decision)
         log(f"{directory.name}: step {step.name}: "
             + ("keeps " if not decision["changed"] else "chooses ")
@@ -191,6 +216,10 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
             + (f" (measured on {other}: {decision['from']})" if other else ""))
         settings.update(decision["winner"])
         done_steps.append(decision)
+        if other is not None:
+            source = None
+        elif decision["changed"] or not decision.get("incumbent_from"):
+            source = (step.name, step_dir)  # else the runs held stay where they were made
     names = tuned_parameters(plan)
     default = {n: defaults[n] for n in names}
     tuned = per_size_settings(done_steps, {n: settings[n] for n in names})
@@ -252,8 +281,7 @@ def verify_case(plan: TunePlan, case: Dict[str, Any], directory: Path, names: Li
     """Tuned vs default per message size by the plan's rule (the sizes one family): where tuned
     is faster, slower, or neither. Every run of the two settings in this case is pooled (the
     verify sweep, side by side, plus the steps that measured them)."""
-    benchmark = case.get("benchmarks", (plan.base.get("parameters") or {}).get("benchmarks"))
-    single = benchmark if isinstance(benchmark, str) and " " not in benchmark else None
+    single = _single_benchmark(plan, case)
     data: Dict[tuple, Dict[Any, List[float]]] = {}
     for step_dir in sorted(p.parent for p in directory.glob("*/matrix.yaml")):
         for key, sizes in measurements(step_dir, names, single).items():
@@ -356,22 +384,59 @@ def runnable_settings(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, 
 
 def step_matrix_text(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any],
                      axes: List[str], candidates: List[Dict[str, Any]],
-                     block: Optional[S.Settings] = None, repeats: Optional[int] = None) -> str:
+                     block: Optional[S.Settings] = None, repeats: Optional[int] = None,
+                     sizes: Optional[List[int]] = None) -> str:
     """The matrix of one step of one case: the plan's base and the case, the settings held so
     far, and the step's ``candidates`` over ``axes`` (the review of a plan prints the same);
-    ``repeats``: the step's, when not the base's (a race's most)."""
+    ``repeats``: the step's, when not the base's (a race's most); ``sizes``: the message sizes
+    its runs measure, when not the case's msglog range (commstack.tune.sizes)."""
     base = {k: v for k, v in plan.base.items() if k != "parameters"}
     if repeats is not None:
         base["repeats"] = repeats
-    parameters = {k: plan.fill(v, case) for k, v in (plan.base.get("parameters") or {}).items()}
-    parameters.update(case)
-    parameters.update({k: v for k, v in settings.items() if k not in axes})
-    data = dict(base, parameters=parameters)
+    data = dict(base, parameters=_parameters(plan, case, settings, axes, sizes))
     if block:
         data["settings"] = block
     data["zip"] = [{ax: [c[ax] for c in candidates] for ax in axes}]
     header = "# Written by `commstack tune`: one step of a staged tuning (candidates zipped).\n"
     return header + yaml.safe_dump(data, sort_keys=False)
+
+
+def _parameters(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any],
+                axes: List[str], sizes: Optional[List[int]] = None) -> Dict[str, Any]:
+    """A step's fixed parameters: the plan's base and the case, and the settings held so far
+    but for the step's own axes; ``sizes`` in place of the msglog range."""
+    parameters = {k: plan.fill(v, case) for k, v in (plan.base.get("parameters") or {}).items()}
+    parameters.update(case)
+    parameters.update({k: v for k, v in settings.items() if k not in axes})
+    if sizes is not None:
+        parameters.pop(coarse_sizes.MSGLOG, None)
+        parameters[coarse_sizes.MSGLEN] = ",".join(map(str, sizes))
+    return parameters
+
+
+def coarse_of(plan: TunePlan, case: Dict[str, Any], where: Path) -> Optional[List[int]]:
+    """The coarse sizes a case's steps measure first (None: the plan measures every size)."""
+    if plan.coarse_sizes is None:
+        return None
+    msglog = _parameters(plan, case, {}, []).get(coarse_sizes.MSGLOG)
+    if msglog is None:
+        raise MatrixError(f"{where}: coarse_sizes: the case has no msglog (the range of sizes "
+                          "to choose from)")
+    return coarse_sizes.coarse(msglog, plan.coarse_sizes, str(where))
+
+
+def _carried(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axes: List[str],
+             incumbent: Dict[str, Any], candidates: List[Dict[str, Any]],
+             source: Optional[Tuple[str, Path]], sizes: Optional[List[int]]
+             ) -> Optional[Carried]:
+    """The incumbent's runs in the step before (``source``: its name and campaign), when the
+    plan carries incumbents, the step has a challenger and the incumbent was run there as this
+    step would run it."""
+    if not plan.carry_incumbent or source is None or incumbent not in candidates \
+            or len(candidates) < 2:
+        return None
+    return carried_from(source[0], source[1],
+                        dict(_parameters(plan, case, settings, axes, sizes), **incumbent))
 
 
 def _study(plan: TunePlan, case: Dict[str, Any], step: str, index: int,
@@ -394,9 +459,10 @@ def _sweep(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axes:
            candidates: List[Dict[str, Any]], step_dir: Path, machine: Optional[Machine],
            allocation: Optional[Allocation], log: Callable[[str], None],
            study: Dict[str, Any], block: Optional[S.Settings] = None,
-           retry_failed: bool = False) -> int:
+           retry_failed: bool = False, repeats: Optional[int] = None,
+           sizes: Optional[List[int]] = None) -> int:
     prepared = _step_campaign(plan, case, settings, axes, candidates, step_dir, machine,
-                              allocation, study, block)
+                              allocation, study, block, repeats, sizes)
     return _run(prepared, step_dir, log, retry_failed)
 
 
@@ -416,11 +482,11 @@ def _step_campaign(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any
                    axes: List[str], candidates: List[Dict[str, Any]], step_dir: Path,
                    machine: Optional[Machine], allocation: Optional[Allocation],
                    study: Dict[str, Any], block: Optional[S.Settings] = None,
-                   repeats: Optional[int] = None):
+                   repeats: Optional[int] = None, sizes: Optional[List[int]] = None):
     """The step's campaign (its matrix written once, campaign.json with the study) and its
     sweep prepared."""
     step_dir.mkdir(parents=True, exist_ok=True)
-    text = step_matrix_text(plan, case, settings, axes, candidates, block, repeats)
+    text = step_matrix_text(plan, case, settings, axes, candidates, block, repeats, sizes)
     matrix_path = step_dir / "matrix.yaml"
     if matrix_path.exists():
         if matrix_path.read_text() != text:
@@ -441,9 +507,11 @@ def _race(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], step: 
           candidates: List[Dict[str, Any]], incumbent: Dict[str, Any], step_dir: Path,
           machine: Optional[Machine], allocation: Optional[Allocation],
           log: Callable[[str], None], study: Dict[str, Any], block: Optional[S.Settings],
-          retry_failed: bool, budget: Optional[int]) -> Tuple[int, Dict[str, Any]]:
+          retry_failed: bool, budget: Optional[int], carried: Optional[Carried] = None,
+          sizes: Optional[List[int]] = None) -> Tuple[int, Dict[str, Any]]:
     """A step's candidates raced (commstack.tune.racing): the runs launched and the race as
-    decision.json keeps it."""
+    decision.json keeps it. A carried incumbent runs only the repeats it lacks: its rounds read
+    the step before's runs."""
     assert plan.racing is not None
     axes = step.axes
     keys = [tuple(c[ax] for ax in axes) for c in candidates]
@@ -451,20 +519,24 @@ def _race(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], step: 
         raise MatrixError(f"{step_dir}: --budget {budget}: the race's first round alone takes "
                           f"{len(keys)} candidates x {plan.racing.first} repeats = "
                           f"{len(keys) * plan.racing.first} runs")
-    prepared = _step_campaign(plan, case, settings, axes, candidates, step_dir, machine,
-                              allocation, study, block, plan.racing.most)
-    benchmark = case.get("benchmarks", (plan.base.get("parameters") or {}).get("benchmarks"))
-    single = benchmark if isinstance(benchmark, str) and " " not in benchmark else None
+    prepared = _step_campaign(plan, case, settings, axes,
+                              challengers(candidates, incumbent, carried, plan.racing.most),
+                              step_dir, machine, allocation, study, block, plan.racing.most,
+                              sizes)
+    held = tuple(incumbent[ax] for ax in axes)
+    single = _single_benchmark(plan, case)
 
     def run(racing: List[Hashable], repeat: int) -> int:
+        launched = [c for c in racing
+                    if not (carried and c == held and repeat <= carried.repeats)]
         chosen = [p for p in prepared.points
-                  if tuple(p.point.as_dict().get(ax) for ax in axes) in racing]
+                  if tuple(p.point.as_dict().get(ax) for ax in axes) in launched]
         return _run(dataclasses.replace(prepared, points=chosen), step_dir, log, retry_failed,
                     repeat)
 
     found = racing.race(keys, tuple(incumbent[ax] for ax in axes), plan.racing, plan.decision,
-                        run, lambda repeats: measurements(step_dir, axes, single,
-                                                          repeats=repeats),
+                        run, lambda repeats: step_data(step_dir, axes, single, carried,
+                                                       repeats=repeats, refined=False),
                         budget, lambda: _launched(step_dir))
     log(f"{step_dir.parent.name}: step {step.name}: raced {len(keys)} candidates, "
         f"{_launched(step_dir)} runs ({found.stopped}; "
@@ -474,23 +546,83 @@ def _race(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], step: 
                                         budget)
 
 
+REFINE = "refine"  # a step's campaign of the sizes between coarse ones (commstack.tune.sizes)
+
+
+def _refine(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], step: Step,
+            incumbent: Dict[str, Any], step_dir: Path, carried: Optional[Carried],
+            coarse: List[int], repeats: int, machine: Optional[Machine],
+            allocation: Optional[Allocation], log: Callable[[str], None],
+            study: Dict[str, Any], block: Optional[S.Settings], retry_failed: bool
+            ) -> Optional[Dict[str, Any]]:
+    """The sizes between two coarse ones whose bests differ, measured by those bests and the
+    incumbent in ``<step>/refine`` (a campaign of its own); what decision.json says of it."""
+    single = _single_benchmark(plan, case)
+    key = tuple(incumbent[ax] for ax in step.axes)
+    data = step_data(step_dir, step.axes, single, carried, refined=False)
+    if key not in data:
+        return None  # _decide names the problem
+    outcome = rule.decide(data, key, plan.decision)
+    found = coarse_sizes.refinement(outcome, data, plan.decision.threshold)
+    named = [dict(zip(step.axes, c)) for c in found.candidates]
+    described = {"coarse": coarse, **found.as_dict(lambda c: dict(zip(step.axes, c)))}
+    if not found.sizes:
+        log(f"{step_dir.parent.name}: step {step.name}: the same best between every two coarse "
+            "sizes; nothing to refine")
+        return dict(described, runs=0)
+    refine_dir = step_dir / REFINE
+    _sweep(plan, case, settings, step.axes, named, refine_dir, machine, allocation, log,
+           dict(study, refine=True), block, retry_failed, repeats, found.sizes)
+    described["runs"] = _launched(refine_dir)
+    log(f"{step_dir.parent.name}: step {step.name}: refined "
+        + ", ".join(f"{a}-{b}" for a, b in found.between) + f" bytes: {len(found.sizes)} sizes "
+        f"x {len(named)} candidates, {described['runs']} runs")
+    return described
+
+
+def _single_benchmark(plan: TunePlan, case: Dict[str, Any]) -> Optional[str]:
+    benchmark = case.get("benchmarks", (plan.base.get("parameters") or {}).get("benchmarks"))
+    return benchmark if isinstance(benchmark, str) and " " not in benchmark else None
+
+
+def step_data(step_dir: Path, axes: List[str], benchmark: Optional[str],
+              carried: Optional[Carried], processes: Optional[Set[int]] = None,
+              repeats: Optional[int] = None, refined: bool = True
+              ) -> Dict[Tuple, Dict[Optional[int], List[float]]]:
+    """A step's measurements (:func:`measurements`), its carried incumbent's read where they
+    were made, and (``refined``) those of the sizes it refined."""
+    data = measurements(step_dir, axes, benchmark, processes, repeats)
+    if carried is not None:  # its repeats there, and those it lacked, run here
+        upto = carried.repeats if repeats is None else min(repeats, carried.repeats)
+        data = coarse_sizes.merged(measurements(carried.directory, axes, benchmark, processes,
+                                                upto, carried.points), data)
+    refine = step_dir / REFINE
+    if refined and (refine / "matrix.yaml").exists():
+        data = coarse_sizes.merged(data, measurements(refine, axes, benchmark, processes,
+                                                      repeats))
+    return data
+
+
 def _launched(step_dir: Path) -> int:
     """Every attempt the step's campaign holds (a run launched, whatever became of it)."""
     return sum(1 for _ in step_dir.glob("points/*/rep*.try*/record.json"))
 
 
 def measurements(campaign_dir: Path, axes: List[str], benchmark: Optional[str],
-                 processes: Optional[Set[int]] = None, repeats: Optional[int] = None
+                 processes: Optional[Set[int]] = None, repeats: Optional[int] = None,
+                 points: Optional[FrozenSet[str]] = None
                  ) -> Dict[Tuple, Dict[Optional[int], List[float]]]:
     """Per candidate (tuple of axis values) and message size: the metric of every repeat (of
     repeats 1 to ``repeats`` when given: a race's round), taken from the rows at the largest
     process count of the case's benchmark (each record's such count is added to ``processes``
-    when given)."""
+    when given); ``points``: of these points only (a carried incumbent's)."""
     found: Dict[Tuple, Dict[Optional[int], List[float]]] = {}
     by_record: Dict[str, Tuple[dict, List[dict]]] = {}
     records = Campaign(campaign_dir).records()
     if repeats is not None:
         records = (r for r in records if r.repeat <= repeats)
+    if points is not None:
+        records = (r for r in records if r.point_id in points)
     for rec, row in result_rows(records):
         if row.get("status", "ok") == "ok" and (
                 benchmark is None or row.get("benchmark", benchmark).lower() == benchmark.lower()):
@@ -511,11 +643,10 @@ def measurements(campaign_dir: Path, axes: List[str], benchmark: Optional[str],
 
 
 def _decide(plan: TunePlan, step: Step, case: Dict[str, Any], incumbent: Dict[str, Any],
-            step_dir: Path) -> dict:
-    benchmark = case.get("benchmarks", (plan.base.get("parameters") or {}).get("benchmarks"))
-    single = benchmark if isinstance(benchmark, str) and " " not in benchmark else None
+            step_dir: Path, carried: Optional[Carried] = None) -> dict:
+    single = _single_benchmark(plan, case)
     tops: Set[int] = set()
-    data = measurements(step_dir, step.axes, single, tops)
+    data = step_data(step_dir, step.axes, single, carried, tops)
     key = tuple(incumbent[ax] for ax in step.axes)
     if key not in data:
         raise MatrixError(f"{step_dir}: the incumbent {incumbent} has no successful runs; "
