@@ -6,6 +6,7 @@ and return plain values, so this package imports nothing else of commstack.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -93,6 +94,13 @@ class VersionTool:
 
     file: str
     argv: Tuple[str, ...]  # "{launcher}" stands for the stack's launcher
+    # Where the file names the MPI's version: its groups, joined by a space ("2021.18 20250917").
+    version: Optional[str] = None
+
+    def read_version(self, text: str) -> Optional[str]:
+        """The MPI version this tool's saved output names, or None."""
+        found = re.search(self.version, text) if self.version else None
+        return " ".join(g for g in found.groups() if g) if found else None
 
 
 class Flavour:
@@ -116,6 +124,7 @@ class Flavour:
     placement_env_under_srun = True
     binding_report: Optional[str] = None  # commstack.placement.reports parser of its report
     version_tools: Tuple[VersionTool, ...] = ()
+    spack_packages: Tuple[str, ...] = ()  # Spack's names of its MPI (the spec a stack's hash is)
     placements: Dict[str, Placement] = {}  # built-in, per mapping
 
     # --- launchers ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ class CrayMPICH(Flavour):
     srun_plugin = "cray_shasta"
     # Placement is srun's alone (--distribution, --cpu-bind), reported by --cpu-bind=verbose.
     placements = {"block": Placement(), "cyclic": Placement()}
+    spack_packages = ("cray-mpich",)
 
     def default_launcher(self, conduit: object = None) -> str:
         return "srun"

@@ -21,8 +21,10 @@ class IntelMPI(Hydra):
     env_families = ("UCX_", "I_MPI_", "FI_", "MPIR_CVAR_", *COMMON_FAMILIES)
     srun_plugin = "pmi2"  # also needs I_MPI_PMI_LIBRARY, a machine fact (launchers.intelmpi.env)
     binding_report = "intelmpi"
-    version_tools = (VersionTool("version.txt", ("{launcher}", "-V")),
+    version_tools = (VersionTool("version.txt", ("{launcher}", "-V"),
+                                 r"Version\s+(\S+)(?:\s+Build\s+(\S+))?"),
                      VersionTool("impi_info.txt", ("impi_info",)))
+    spack_packages = ("intel-oneapi-mpi", "intel-mpi")
     # hydra (mpirun) pins by these variables; under srun they do nothing (tested: srun's binding,
     # or none, is what the pin table then shows), so srun steps get only the report's variable.
     placement_env_under_srun = False

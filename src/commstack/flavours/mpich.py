@@ -18,7 +18,9 @@ class MPICH(Hydra):
     env_families = ("UCX_", "FI_", "MPIR_CVAR_", "MPICH_", *COMMON_FAMILIES)
     srun_plugin = "pmi2"
     binding_report = "hydra"
-    version_tools = (VersionTool("mpichversion.txt", ("mpichversion",)),)
+    version_tools = (VersionTool("mpichversion.txt", ("mpichversion",),
+                                 r"MPICH Version:\s*(\S+)"),)
+    spack_packages = ("mpich",)
     placements = {
         "block": Placement.of(["-bind-to", "core", "-map-by", "core"]),
         "cyclic": Placement.of(["-bind-to", "core", "-map-by", "numa"]),

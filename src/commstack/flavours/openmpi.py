@@ -26,7 +26,9 @@ class OpenMPI(Flavour):
     mca = True
     srun_plugin = "pmix"  # Debian's and most builds speak PMIx to srun, not Slurm's PMI2
     binding_report = "openmpi"
-    version_tools = (VersionTool("ompi_info.txt", ("ompi_info", "--parsable")),)
+    version_tools = (VersionTool("ompi_info.txt", ("ompi_info", "--parsable"),
+                                 r"ompi:version:full:(\S+)"),)
+    spack_packages = ("openmpi",)
     placements = {
         "block": Placement.of(["--map-by", "core", "--bind-to", "core"]),
         "cyclic": Placement.of(["--map-by", "numa", "--bind-to", "core"]),

@@ -27,11 +27,11 @@ missing or stale) and provenance is read where the sweep wrote it.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from commstack import flavours
 from commstack.errors import CampaignError
 from commstack.optional import require
 from commstack.store import tidy_index
@@ -39,17 +39,6 @@ from commstack.store import tidy_index
 DUCKDB = ("duckdb", "query", "The results store")
 # A provenance file larger than this is not one the sweep wrote (bounded reading).
 MAX_PROVENANCE = 4 << 20
-# Per flavour: the version file the sweep saved beside provenance.json, and how its version reads.
-_VERSION = {
-    "intelmpi": ("version.txt", re.compile(r"Version\s+(\S+)(?:\s+Build\s+(\S+))?")),
-    "openmpi": ("ompi_info.txt", re.compile(r"ompi:version:full:(\S+)")),
-    "mpich": ("mpichversion.txt", re.compile(r"MPICH Version:\s*(\S+)")),
-}
-# Spack package name of each flavour's MPI (the spec whose hash identifies the stack).
-_SPACK_MPI = {"intelmpi": ("intel-oneapi-mpi", "intel-mpi"), "openmpi": ("openmpi",),
-              "mpich": ("mpich",), "cray_mpich": ("cray-mpich",)}
-
-
 @dataclass
 class Run:
     """What identifies one session's runs on one stack."""
@@ -125,28 +114,35 @@ def _text(value: Any) -> Optional[str]:
 
 
 def _mpi_version(session: Path, stack: str, flavour: Optional[str]) -> Optional[str]:
-    name, pattern = _VERSION.get(flavour or "", (None, None))
-    if name is None:
-        return None
-    try:
-        with open(session / f"{stack}.{name}", "rb") as handle:
-            text = handle.read(1 << 16).decode(errors="replace")
-    except OSError:
-        return None
-    m = pattern.search(text)
-    if not m:
-        return None
-    return " ".join(g for g in m.groups() if g)
+    """The MPI version the flavour's version tool saved beside the session's provenance."""
+    for tool in _flavour(flavour).version_tools:
+        if not tool.version:
+            continue
+        try:
+            with open(session / f"{stack}.{tool.file}", "rb") as handle:
+                text = handle.read(1 << 16).decode(errors="replace")
+        except OSError:
+            continue
+        found = tool.read_version(text)
+        if found:
+            return found
+    return None
 
 
 def _spack_hash(specs: Any, flavour: Optional[str]) -> Optional[str]:
+    """The hash of the flavour's MPI among a stack's Spack specs."""
     if not isinstance(specs, list):
         return None
-    names = _SPACK_MPI.get(flavour or "", ())
+    names = _flavour(flavour).spack_packages
     for spec in specs:
         if isinstance(spec, dict) and spec.get("name") in names and spec.get("hash"):
             return str(spec["hash"])[:64]
     return None
+
+
+def _flavour(name: Optional[str]) -> flavours.Flavour:
+    """The flavour a provenance names (an unknown one: nothing is read for it)."""
+    return flavours.FLAVOURS.get(name or "", flavours.Flavour())
 
 
 def open_store(paths: Sequence[Path]):
