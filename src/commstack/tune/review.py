@@ -94,8 +94,9 @@ def expected_runs(plan: TunePlan, budget: Optional[int] = None) -> List[str]:
                 "takes base.repeats)") + (f"; budget {budget} runs per step" if budget else "")
              + ("; incumbents carried (a step after the first does not run its incumbent "
                 "again)" if plan.carry_incumbent else "")
-             + (f"; every {plan.coarse_sizes}th size of msglog first (each step's refining "
-                "adds at most 3 candidates' runs at its repeats)" if plan.coarse_sizes else ""),
+             + (f"; every {plan.coarse_sizes}th size of msglog first (a step then refines "
+                "where its best changes: runs of the candidates near the best there, not counted "
+                "here)" if plan.coarse_sizes else ""),
              ""]
     lines += table(["case", "step", "candidates run", "runs without racing", "raced: fewest-most"],
                    rows, "llrrr")
