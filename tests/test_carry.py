@@ -13,10 +13,8 @@ import pytest
 from commstack.matrix.model import MatrixError
 from commstack.tune.carry import measured
 from commstack.tune.plan import load_plan
-from tests.conftest import REPO
+from tests.recorded_imb import local_plan, recorded_imb
 from tests.sweeps import commstack
-
-RECORDED = REPO / "tests/fixtures/imb/intelmpi-2021.18/prebuilt-mpi1-pingpong-np2.out"
 
 PLAN = """
     campaign: carried
@@ -46,19 +44,12 @@ def carried(impi_root, tmp_path_factory) -> Path:
     algorithm 4, so the first step keeps algorithm 1 and the second step's incumbent is that
     point."""
     tmp = tmp_path_factory.mktemp("carried")
-    exe = tmp / "recorded-imb"
-    exe.write_text(dedent(f"""\
-        #!/bin/sh
-        if [ "$I_MPI_ADJUST_ALLREDUCE" = 4 ]; then
-          awk 'NF == 4 && $1 ~ /^[0-9]+$/ {{ $3 = $3 * 3; $4 = $4 / 3 }} {{ print }}' {RECORDED}
-        else
-          cat {RECORDED}
-        fi
-        """))
-    exe.chmod(0o755)
-    plan = tmp / "plans" / "local" / "carried.yaml"
-    plan.parent.mkdir(parents=True)
-    plan.write_text(dedent(PLAN).replace("EXE", str(exe)))
+    return _tuned(tmp, dedent(PLAN).replace("EXE", str(recorded_imb(tmp))))
+
+
+def _tuned(tmp: Path, text: str) -> Path:
+    """The plan ``text`` tuned for real under ``tmp``: its case's folder."""
+    plan = local_plan(tmp, "carried", text)
     out = tmp / "results"
     done = commstack("tune", str(plan), "--out", str(out), "--local")
     assert done.returncode in (0, 3), done.stdout[-3000:] + done.stderr[-3000:]
@@ -109,24 +100,8 @@ def carried_race(impi_root, tmp_path_factory) -> Path:
     ends with the incumbent alone at 4 repeats, so the second step's incumbent is carried with
     4 repeats and runs the 2 it lacks there."""
     tmp = tmp_path_factory.mktemp("carried-race")
-    exe = tmp / "recorded-imb"
-    exe.write_text(dedent(f"""\
-        #!/bin/sh
-        if [ "$I_MPI_ADJUST_ALLREDUCE" = 4 ]; then
-          awk 'NF == 4 && $1 ~ /^[0-9]+$/ {{ $3 = $3 * 3; $4 = $4 / 3 }} {{ print }}' {RECORDED}
-        else
-          cat {RECORDED}
-        fi
-        """))
-    exe.chmod(0o755)
-    plan = tmp / "plans" / "local" / "carried.yaml"
-    plan.parent.mkdir(parents=True)
-    plan.write_text(dedent(PLAN).replace("EXE", str(exe)).replace("repeats: 4", "repeats: 6")
-                    + "racing: {first: 4, round: 2, most: 6}\n")
-    out = tmp / "results"
-    done = commstack("tune", str(plan), "--out", str(out), "--local")
-    assert done.returncode in (0, 3), done.stdout[-3000:] + done.stderr[-3000:]
-    return next(out.glob("local/carried/*/allreduce")).parent
+    text = dedent(PLAN).replace("EXE", str(recorded_imb(tmp))).replace("repeats: 4", "repeats: 6")
+    return _tuned(tmp, text + "racing: {first: 4, round: 2, most: 6}\n")
 
 
 def test_a_carried_incumbent_runs_only_the_repeats_it_lacks(carried_race):

@@ -16,10 +16,8 @@ from commstack.tune import decide as rule
 from commstack.tune import sizes
 from commstack.tune.plan import load_plan
 from commstack.tune.staged import measurements
-from tests.conftest import REPO
+from tests.recorded_imb import RECORDED, local_plan
 from tests.sweeps import commstack
-
-RECORDED = REPO / "tests/fixtures/imb/intelmpi-2021.18/prebuilt-mpi1-pingpong-np2.out"
 
 
 def test_the_coarse_sizes_are_every_nth_power_of_two_and_the_last():
@@ -96,9 +94,7 @@ def tuned(impi_root, tmp_path_factory) -> Path:
     exe = tmp / "imb-by-sizes"
     exe.write_text(dedent(FAKE).replace("RECORDED", str(RECORDED)))
     exe.chmod(0o755)
-    plan = tmp / "plans" / "local" / "coarse.yaml"
-    plan.parent.mkdir(parents=True)
-    plan.write_text(dedent(PLAN).replace("EXE", str(exe)))
+    plan = local_plan(tmp, "coarse", dedent(PLAN).replace("EXE", str(exe)))
     out = tmp / "results"
     done = commstack("tune", str(plan), "--out", str(out), "--local")
     assert done.returncode in (0, 3), done.stdout[-3000:] + done.stderr[-3000:]

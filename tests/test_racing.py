@@ -18,11 +18,10 @@ import pytest
 from commstack.matrix.model import MatrixError
 from commstack.tune import decide as rule
 from commstack.tune.racing import Racing, load_racing, race
-from tests.conftest import REPO
+from tests.recorded_imb import local_plan, recorded_imb
 from tests.sweeps import commstack
 
 SIZES = [2 ** k for k in range(0, 20, 2)]  # 10 sizes
-RECORDED = REPO / "tests/fixtures/imb/intelmpi-2021.18/prebuilt-mpi1-pingpong-np2.out"
 
 
 class Lab:
@@ -131,19 +130,8 @@ def raced(impi_root, tmp_path_factory) -> Path:
     """A real `commstack tune` with racing, launched by Intel MPI's mpirun: the benchmark prints
     a recorded IMB-MPI1 output, its times three times longer under algorithm 4."""
     tmp = tmp_path_factory.mktemp("raced")
-    exe = tmp / "recorded-imb"
-    exe.write_text(dedent(f"""\
-        #!/bin/sh
-        if [ "$I_MPI_ADJUST_ALLREDUCE" = 4 ]; then
-          awk 'NF == 4 && $1 ~ /^[0-9]+$/ {{ $3 = $3 * 3; $4 = $4 / 3 }} {{ print }}' {RECORDED}
-        else
-          cat {RECORDED}
-        fi
-        """))
-    exe.chmod(0o755)
-    plan = tmp / "plans" / "local" / "raced.yaml"
-    plan.parent.mkdir(parents=True)
-    plan.write_text(dedent(PLAN).replace("EXE", str(exe)))
+    exe = recorded_imb(tmp)
+    plan = local_plan(tmp, "raced", dedent(PLAN).replace("EXE", str(exe)))
     return plan
 
 

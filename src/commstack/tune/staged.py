@@ -282,11 +282,8 @@ def verify_case(plan: TunePlan, case: Dict[str, Any], directory: Path, names: Li
     is faster, slower, or neither. Every run of the two settings in this case is pooled (the
     verify sweep, side by side, plus the steps that measured them)."""
     single = _single_benchmark(plan, case)
-    data: Dict[tuple, Dict[Any, List[float]]] = {}
-    for step_dir in sorted(p.parent for p in directory.glob("*/matrix.yaml")):
-        for key, sizes in measurements(step_dir, names, single).items():
-            for size, samples in sizes.items():
-                data.setdefault(key, {}).setdefault(size, []).extend(samples)
+    data = coarse_sizes.merged(*(measurements(step_dir, names, single) for step_dir in
+                                 sorted(p.parent for p in directory.glob("*/matrix.yaml"))))
     default_key = tuple(default[n] for n in names)
     tuned_key = tuple(tuned[n] for n in names)
     found = {"faster": [], "slower": [], "same": []}
