@@ -27,14 +27,10 @@ def dimensions(record: Record) -> Dict[str, Any]:
     imported records line up: ``toolchain`` (ompi/impi from the MPI flavour, else the stack
     name), ``decomposition`` (mpicart when ``mpicart`` is set, else hwcart), ``order`` (XYZ,
     cartex's default)."""
-    dims = dict(record.params)
-    if record.benchmark == "cartex" and not record.imported:
-        dims.setdefault("toolchain", {"openmpi": "ompi", "intelmpi": "impi"}.get(
-            str(record.flavour), record.stack))
-        dims.setdefault("decomposition", "mpicart" if "mpicart" in dims else "hwcart")
-        dims.setdefault("order", "XYZ")
-        dims.setdefault("nodes", record.nodes if record.nodes is not None else 1)
-    return dims
+    spec = registry.BENCHMARKS.get(record.benchmark)
+    if spec is None or spec.dimensions is None:
+        return dict(record.params)
+    return spec.dimensions(record.params, record)
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Pattern, Set, Tuple
 
 
 class ParseError(ValueError):
@@ -117,6 +117,49 @@ class Option:
 
 
 @dataclass(frozen=True)
+class Collectives:
+    """How a family's rows time MPI collectives, for the guidelines' checks (report/guidelines):
+    rows of families without one are not collective timings."""
+
+    label: str  # the family for people: "IMB"
+    # Parameters that only choose what is measured (which collective, sizes, repetitions): two
+    # points that differ in them alone are one setting.
+    selecting: FrozenSet[str]
+    # A row's ``benchmark`` -> the collective it times, one spelling for all families ("Bcast");
+    # None: not a blocking collective.
+    name_of: Callable[[str], Optional[str]]
+    # The collectives a run's parameters ask for; None: the benchmark's default list (any).
+    asked: Callable[[Mapping[str, Any]], Optional[Set[str]]]
+    # A run's stdout -> its per-call samples {(call, bytes): [seconds, ...]}, where the family
+    # prints them (ReproMPI); None: the rows' own figures.
+    per_call: Optional[Callable[[str], Any]] = None
+
+
+@dataclass
+class RawRun:
+    """What one raw output (made outside commstack) says of its run, for ``commstack import``."""
+
+    benchmark: str
+    params: Dict[str, Any] = field(default_factory=dict)
+    ranks: Optional[int] = None
+    notes: List[str] = field(default_factory=list)
+    # Why the file is a point of its own (its options are not printed); None: it printed them.
+    own_point: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class RawOutputs:
+    """How a family's raw outputs are recognised and described (importers/raw)."""
+
+    # A line only the family prints (banner, title, header, a failure it reports), matched at
+    # the start of a line once launcher prefixes and indentation are removed.
+    signature: Pattern
+    signature_help: str  # what is missing when no line matches, for the skip message
+    # (stdout, its parsed output or None, the parser's notes) -> the run's description.
+    describe: Callable[[str, Optional["Output"], List[str]], RawRun]
+
+
+@dataclass(frozen=True)
 class Benchmark:
     """One benchmark a matrix can name: how to run it and how to read what it printed."""
 
@@ -137,6 +180,11 @@ class Benchmark:
     # A simulated rehearsal's version (`commstack rehearse --simulate`): the same sizes at the
     # machine's own scale, repetitions cut (a simulation repeats a call exactly).
     simulate_down: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]] = None
+    collectives: Optional[Collectives] = None  # rows time collectives (the guidelines read them)
+    raw_outputs: Optional[RawOutputs] = None  # `commstack import --benchmark <format>` reads them
+    # A record's parameters plus dimensions derived so that swept and imported records line up
+    # (cartex's toolchain, decomposition, order); None: the parameters alone.
+    dimensions: Optional[Callable[[Dict[str, Any], Any], Dict[str, Any]]] = None
 
     def argv(self, params: Mapping[str, Any]) -> List[str]:
         """Benchmark argv (executable first) for the option parameters in ``params``."""

@@ -25,17 +25,19 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from commstack import bounds
+from commstack import bounds, flavours
 from commstack.benchmarks.base import (
     Benchmark,
     FigureOfMerit,
     Option,
     Output,
     ParseError,
+    RawOutputs,
+    RawRun,
     capped,
     triple,
 )
-from commstack.benchmarks.text import strip_launcher_prefix
+from commstack.benchmarks.text import printed_lines, strip_launcher_prefix
 
 # Statistic label as printed -> row key.
 _LABELS: Dict[str, str] = {
@@ -220,9 +222,51 @@ def scale_down(params: Dict[str, Any], ranks: int) -> Dict[str, Any]:
     return out
 
 
+NAME = "cartex"
+
+# --- dimensions and raw outputs (figures, importers) --------------------------------------------
+
+
+def dimensions(params: Dict[str, Any], record: Any) -> Dict[str, Any]:
+    """A swept record's parameters plus what the published tables tell runs apart by:
+    ``toolchain`` (the MPI flavour's short name, ompi/impi, else the stack name),
+    ``decomposition`` (mpicart when ``mpicart`` is set, else hwcart), ``order`` (XYZ, cartex's
+    default), ``nodes``."""
+    dims = dict(params)
+    if record.imported:
+        return dims
+    dims.setdefault("toolchain", flavours.toolchain_of(record.flavour) or record.stack)
+    dims.setdefault("decomposition", "mpicart" if "mpicart" in dims else "hwcart")
+    dims.setdefault("order", "XYZ")
+    dims.setdefault("nodes", record.nodes if record.nodes is not None else 1)
+    return dims
+
+
+_RANKS = re.compile(r"^running on (?P<ranks>\d+) ranks?$")
+
+
+def describe_raw(text: str, output: Optional[Output], notes: List[str]) -> RawRun:
+    """cartex prints its process count and runtime, none of its options."""
+    run = RawRun(NAME)
+    runtime = None
+    if output is not None and output.rows:
+        runtime, run.ranks = output.rows[0]["runtime"], output.rows[0]["ranks"]
+    else:
+        match = next((m for m in map(_RANKS.match, printed_lines(text)) if m), None)
+        run.ranks = (bounds.integer(match["ranks"], "ranks", None, bounds.MAX_RANKS)
+                     if match else None)
+    run.params.update(runtime=runtime, ranks=run.ranks)
+    run.own_point = "cartex prints none of its options (domain, halo, fields, grid)"
+    return run
+
+
+RAW_OUTPUTS = RawOutputs(re.compile(r"^(?:running on \d+ ranks?$|command line parsing error|"
+                                    r"could not create decomposition)"),
+                         "no 'running on N ranks' line nor a cartex failure message", describe_raw)
+
 BENCHMARKS = [
     # cartex builds one executable per runtime: pick it with the `executable` parameter.
     # One row per run: no row keys.
-    Benchmark("cartex", "benchmark_mpi_comm", FORMAT, parse_cartex, OPTIONS, figures=(MEAN_S,),
-              scale_down=scale_down),
+    Benchmark(NAME, "benchmark_mpi_comm", FORMAT, parse_cartex, OPTIONS, figures=(MEAN_S,),
+              scale_down=scale_down, raw_outputs=RAW_OUTPUTS, dimensions=dimensions),
 ]

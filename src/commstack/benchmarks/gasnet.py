@@ -22,12 +22,20 @@ latency, as IMB-RMA's Unidir tables), ``bytes``, ``repetitions``; plus ``section
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from commstack import bounds
-from commstack.benchmarks.base import Benchmark, Option, Output, ParseError, capped
+from commstack.benchmarks.base import (
+    Benchmark,
+    Option,
+    Output,
+    ParseError,
+    RawOutputs,
+    RawRun,
+    capped,
+)
 from commstack.benchmarks.imb import MBYTES_PER_S, T_US
-from commstack.benchmarks.text import strip_launcher_prefix
+from commstack.benchmarks.text import printed_lines, strip_launcher_prefix
 
 _BANNER = re.compile(r"^=====> (?P<program>\S+) nprocs=(?P<nprocs>\d+) config=(?P<config>\S+)")
 _ROW = re.compile(
@@ -134,9 +142,31 @@ def scale_down(params: Dict[str, Any], ranks: int) -> Dict[str, Any]:
     return out
 
 
+# --- raw outputs (importers/raw) -----------------------------------------------------------------
+
+_RAW_BANNER = re.compile(r"^=====> (?P<program>\S+) nprocs=(?P<nprocs>\d+) "
+                     r"config=\S*?CONDUIT=(?P<conduit>[A-Z0-9]+)?")
+
+
+def describe_raw(text: str, output: Optional[Output], notes: List[str]) -> RawRun:
+    """A GASNet-EX test's banner names the program, process count and conduit."""
+    banner = next((m for m in map(_RAW_BANNER.match, printed_lines(text)) if m), None)
+    program = banner["program"] if banner else None
+    run = RawRun(f"gasnet-{program}" if program else "gasnet")
+    run.ranks = (bounds.integer(banner["nprocs"], "nprocs", None, bounds.MAX_RANKS)
+                 if banner else None)
+    conduit = banner["conduit"].lower() if banner and banner["conduit"] else None
+    run.params.update(program=program, ranks=run.ranks, conduit=conduit)
+    run.own_point = "the test's arguments (iterations, sizes) are not printed as given"
+    return run
+
+
+RAW_OUTPUTS = RawOutputs(re.compile(r"^=====> \S+ nprocs=\d+ config="),
+                         "no '=====> <test> nprocs=N config=...' banner", describe_raw)
+
 # A gasnet stack runs <executable>-<conduit>, e.g. testlarge-ibv.
 BENCHMARKS = [
     Benchmark(f"gasnet-{program}", program, FORMAT, parse_gasnet, OPTIONS,
-              figures=FIGURES, row_keys=ROW_KEYS, scale_down=scale_down)
+              figures=FIGURES, row_keys=ROW_KEYS, scale_down=scale_down, raw_outputs=RAW_OUTPUTS)
     for program in ("testlarge", "testsmall")
 ]

@@ -30,19 +30,28 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from commstack import bounds
 from commstack.benchmarks.base import (
     Benchmark,
+    Collectives,
     FigureOfMerit,
     Option,
     Output,
     ParseError,
+    RawOutputs,
+    RawRun,
     at_most,
     capped,
 )
-from commstack.benchmarks.text import INTEL_MPI_STARTUP, column_keys, strip_launcher_prefix
+from commstack.benchmarks.text import (
+    INTEL_MPI_STARTUP,
+    column_keys,
+    printed_lines,
+    strip_launcher_prefix,
+)
 
 # ----------------------------------------------------------------------------------------------
 # Patterns
@@ -579,9 +588,154 @@ def simulate_down(params: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+# --- the guidelines' collectives and raw outputs (report/guidelines, importers/raw) -------------
+
+
+def _asked(params: Mapping[str, Any]) -> Optional[Set[str]]:
+    value = params.get("benchmarks")
+    if value is None:
+        return None
+    words = value if isinstance(value, (list, tuple)) else str(value).replace(",", " ").split()
+    return {str(w) for w in words}
+
+
+COLLECTIVES = Collectives("IMB", frozenset({"benchmarks", "msglog", "msgsize", "npmin", "iter",
+                                            "time", "iter_policy", "mem"}),
+                          name_of=lambda benchmark: benchmark, asked=_asked)
+
+_WAITING = re.compile(r"^# \( (?P<n>\d+) additional process(?:es)? waiting in MPI_Barrier\)")
+_SUITES = {"MPI-1": "imb-mpi1", "MPI-RMA": "imb-rma", "MPI-NBC": "imb-nbc",
+           "IMB-P2P": "imb-p2p", "MT": "imb-mt"}
+_FLAGS = {o.flag: name for name, o in OPTIONS.items() if o.kind == "value"}
+
+
+def describe_raw(text: str, output: Optional[Output], notes: List[str]) -> RawRun:
+    """What an IMB output says of its run: driver, options, benchmark list, version, job size."""
+    lines = printed_lines(text)
+    printed = banner(text)  # (version, suite)
+    calling = _after(lines, "# Calling sequence was:")
+    listed = _listed_benchmarks(lines)
+    # What every IMB output can print is always a parameter: None where this one did not
+    # (`compare --where executable=...` then leaves it out instead of keeping it).
+    run = RawRun("")
+    params = run.params
+    params.update(dict.fromkeys(("executable", "benchmarks", "imb_version", "ranks")))
+    if calling:
+        words = calling.split()
+        params["executable"] = words[0]
+        params.update(_raw_options(words[1:], run.notes))
+    if listed:
+        params["benchmarks"] = " ".join(listed)
+    elif output is not None:
+        names = list(dict.fromkeys(r["benchmark"] for r in output.rows if r.get("benchmark")))
+        if names:
+            params["benchmarks"] = " ".join(names)
+    if printed and printed[0]:
+        params["imb_version"] = printed[0]
+    elif printed:
+        run.notes.append("IMB banner without a version (imb_version null)")
+    elif not any(n.startswith("no IMB banner") for n in notes):
+        run.notes.append("no IMB banner: IMB version not printed (imb_version null)")
+    ranks = _job_size(lines)
+    if ranks:
+        params["ranks"] = run.ranks = ranks
+    else:
+        run.notes.append("no '#processes' line: the job's process count is not printed")
+    driver = Path(params["executable"] or "").name
+    if re.fullmatch(r"IMB-\w+", driver):
+        run.benchmark = driver.lower()
+    elif printed and printed[1] in _SUITES:
+        run.benchmark = _SUITES[printed[1]]
+    else:
+        run.benchmark = "imb"
+        run.notes.append("IMB driver not printed (no calling sequence, suite "
+                         f"{printed[1] if printed else 'not printed'}): benchmark 'imb'")
+    if not calling:
+        run.own_point = "no calling sequence printed: its options are not known"
+    return run
+
+
+def _after(lines: List[str], marker: str) -> str:
+    """The first non-empty '#' line after ``marker``, without the '#'."""
+    for index, line in enumerate(lines):
+        if line == marker:
+            for following in lines[index + 1:]:
+                content = following.lstrip("#").strip()
+                if content:
+                    return content
+    return ""
+
+
+def _listed_benchmarks(lines: List[str]) -> List[str]:
+    """IMB's '# List of Benchmarks to run:' (the names as IMB spells them)."""
+    try:
+        start = lines.index("# List of Benchmarks to run:")
+    except ValueError:
+        return []
+    names: List[str] = []
+    for line in lines[start + 1:]:
+        content = line.lstrip("#").strip()
+        if not line or (line.startswith("#") and not content and not names):
+            continue
+        if not line.startswith("#") or not content or content.startswith("-") or " " in content:
+            break
+        names.append(content)
+    return names
+
+
+def _raw_options(words: List[str], notes: List[str]) -> Dict[str, Any]:
+    """The calling sequence's options under their matrix names (benchmark names are read from
+    IMB's own list); what commstack has no name for is kept as ``other_args``."""
+    params: Dict[str, Any] = {}
+    other: List[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word in _FLAGS and index + 1 < len(words):
+            value = words[index + 1]
+            # A number past a 64-bit counter stays the text it is (no machine took it).
+            number = value.lstrip("-").isdigit() and len(value) <= 19
+            params[_FLAGS[word]] = int(value) if number else value
+            index += 2
+            continue
+        if word.startswith("-"):
+            other.append(word)
+            if index + 1 < len(words) and not words[index + 1].startswith("-") and (
+                    not words[index + 1].isalpha()):
+                other.append(words[index + 1])
+                index += 1
+        index += 1
+    if other:
+        params["other_args"] = " ".join(other)
+        notes.append(f"calling sequence options without a commstack name: {' '.join(other)}")
+    return params
+
+
+def _job_size(lines: List[str]) -> Optional[int]:
+    """The largest '#processes = N' plus the processes IMB says wait in MPI_Barrier meanwhile."""
+    best = None
+    for index, line in enumerate(lines):
+        match = _PROCESSES.match(line)
+        if not match:
+            continue
+        size = bounds.integer(match["np"], "#processes", index + 1, bounds.MAX_RANKS)
+        waiting = next((m for m in map(_WAITING.match, lines[index + 1:index + 3]) if m), None)
+        size += bounds.integer(waiting["n"], "processes waiting", index + 1,
+                               bounds.MAX_RANKS) if waiting else 0
+        best = max(best or 0, size)
+    return best
+
+
+RAW_OUTPUTS = RawOutputs(
+    re.compile(r"^(?:#\s+(?:Intel\s?\(R\)|PALLAS) MPI Benchmark|# Benchmarking \S|"
+               r"#bytes\s+#repetitions)"),
+    "no IMB banner, '# Benchmarking' section or '#bytes #repetitions' header",
+    describe_raw)
+
+
 def _benchmark(name: str, executable: str) -> Benchmark:
     return Benchmark(name, executable, FORMAT, parse_imb, OPTIONS, FATAL_NOTES, FIGURES, ROW_KEYS,
-                     scale_down, simulate_down)
+                     scale_down, simulate_down, COLLECTIVES, RAW_OUTPUTS)
 
 
 BENCHMARKS = [

@@ -42,10 +42,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from commstack import bounds
-from commstack.benchmarks.base import Benchmark, Option, Output, ParseError, at_most, capped
+from commstack.benchmarks.base import (
+    Benchmark,
+    Collectives,
+    Option,
+    Output,
+    ParseError,
+    RawOutputs,
+    RawRun,
+    at_most,
+    capped,
+)
 from commstack.benchmarks.imb import MBYTES_PER_S, T_AVG_US, T_OVRL_US, T_PURE_US, T_US
 from commstack.benchmarks.text import INTEL_MPI_STARTUP, column_keys, strip_launcher_prefix
 
@@ -374,8 +384,42 @@ def simulate_down(params: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+# --- the guidelines' collectives and raw outputs (report/guidelines, importers/raw) -------------
+
+
+def _collective(benchmark: str) -> Optional[str]:
+    """"Broadcast Latency" -> Bcast; None for point-to-point, non-blocking or one-sided tests."""
+    if not benchmark.endswith(" Latency") or " " in benchmark[: -len(" Latency")]:
+        return None
+    name = benchmark[: -len(" Latency")]
+    return {"Broadcast": "Bcast"}.get(name, name)
+
+
+def _asked(params: Mapping[str, Any]) -> Set[str]:
+    exe = str(params.get("executable", ""))
+    name = exe[len("osu_"):] if exe.startswith("osu_") else ""
+    return {name.capitalize()} if name else set()  # osu_allreduce: Allreduce
+
+
+COLLECTIVES = Collectives("OSU", frozenset({"executable", "message_size", "iterations", "warmup",
+                                            "full"}), name_of=_collective, asked=_asked)
+
+
+def describe_raw(text: str, output: Optional[Output], notes: List[str]) -> RawRun:
+    """An OMB output names its test and version, neither its process count nor its options."""
+    if output is not None:
+        name, version = output.meta.get("benchmark"), output.meta.get("version")
+    else:
+        name, version = title(text) or (None, None)
+    return RawRun("osu", {"osu_test": name or None, "osu_version": version or None},
+                  own_point="OMB prints neither its process count nor its options")
+
+
+RAW_OUTPUTS = RawOutputs(re.compile(r"^(?:# OSU MPI|Usage: osu_\S+ \[options\])"),
+                         "no '# OSU MPI ... Test' title", describe_raw)
+
 BENCHMARKS = [
     Benchmark("osu", "osu_latency", FORMAT, parse_osu, OPTIONS, fatal_notes=(VALIDATION_FAILED,),
               figures=FIGURES, row_keys=ROW_KEYS, scale_down=scale_down,
-              simulate_down=simulate_down),
+              simulate_down=simulate_down, collectives=COLLECTIVES, raw_outputs=RAW_OUTPUTS),
 ]

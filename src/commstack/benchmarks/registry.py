@@ -15,6 +15,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple
 import commstack.benchmarks as _package
 from commstack.benchmarks.base import (  # noqa: F401  (the package's interface)
     Benchmark,
+    Collectives,
     FigureOfMerit,
     Option,
     Output,
@@ -64,6 +65,26 @@ def get(name: str) -> Benchmark:
 def formats() -> List[str]:
     """Output format names (``commstack parse --benchmark``), one per family parser."""
     return list(dict.fromkeys(b.format for b in BENCHMARKS.values()))
+
+
+def family(format: str) -> Optional[Benchmark]:
+    """The first benchmark of output format ``format`` (what a family says of itself is the same
+    on each of its benchmarks), or None."""
+    return next((b for b in BENCHMARKS.values() if b.format == format), None)
+
+
+def import_formats() -> List[str]:
+    """The formats whose raw outputs `commstack import --benchmark` reads."""
+    return [f for f in formats() if family(f).raw_outputs is not None]  # type: ignore[union-attr]
+
+
+def collectives(benchmark: Optional[str]) -> Optional[Tuple[str, Collectives]]:
+    """(format, how its rows time collectives) of a benchmark whose rows are collective timings,
+    else None."""
+    spec = BENCHMARKS.get(benchmark or "")
+    if spec is None or spec.collectives is None:
+        return None
+    return spec.format, spec.collectives
 
 
 def parser_for(name: str) -> Callable[[str], Output]:

@@ -45,11 +45,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from commstack import stats
 from commstack.benchmarks.base import (
     Benchmark,
+    Collectives,
     FigureOfMerit,
     Option,
     Output,
@@ -396,8 +397,27 @@ def simulate_down(params: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+NAME = "reprompi"
+
+# --- the guidelines' collectives (report/guidelines) --------------------------------------------
+
+
+def _asked(params: Mapping[str, Any]) -> Optional[Set[str]]:
+    value = params.get("calls")
+    if value is None:
+        return None
+    words = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    return {str(w).strip()[4:] for w in words if str(w).strip().startswith("MPI_")}
+
+
+COLLECTIVES = Collectives(
+    "ReproMPI", frozenset({"calls", "msizes", "msize_interval", "nrep", "summary", "verbose",
+                           "shuffle_jobs"}),
+    name_of=lambda benchmark: benchmark[4:] if benchmark.startswith("MPI_") else None,
+    asked=_asked, per_call=samples)
+
 BENCHMARKS = [
-    Benchmark("reprompi", "mpibenchmark", FORMAT, parse_reprompi, OPTIONS,
+    Benchmark(NAME, "mpibenchmark", FORMAT, parse_reprompi, OPTIONS,
               fatal_notes=(NOT_IN_EFFECT,), figures=FIGURES, row_keys=ROW_KEYS,
-              scale_down=scale_down, simulate_down=simulate_down)
+              scale_down=scale_down, simulate_down=simulate_down, collectives=COLLECTIVES)
 ]

@@ -40,3 +40,9 @@ def column_keys(labels: Iterable[str], known: Mapping[str, str], number: int,
             notes.append(f"line {number}: unknown column {label!r} stored as {key!r}")
         keys.append(key)
     return keys
+
+
+def printed_lines(text: str) -> List[str]:
+    """The lines of ``text`` without launcher prefixes and indentation (what a family's raw-output
+    signature and description read)."""
+    return [strip_launcher_prefix(line).strip() for line in text.splitlines()]

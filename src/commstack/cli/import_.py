@@ -21,14 +21,14 @@ from pathlib import Path
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    from commstack.importers.raw import FAMILIES
+    from commstack.benchmarks.registry import import_formats
 
     p.add_argument("file", type=Path,
                    help="published result file (Markdown with tables); with --benchmark: a "
                         "benchmark output file, or a directory of them")
     p.add_argument("--out", type=Path, required=True,
                    help="campaign directory, results/<machine>/<campaign>")
-    p.add_argument("--benchmark", choices=FAMILIES, default=None,
+    p.add_argument("--benchmark", choices=import_formats(), default=None,
                    help="import raw outputs of this benchmark family")
     p.add_argument("--origin", default=None,
                    help="where the file comes from (repository, path, licence), kept as provenance"

@@ -1,13 +1,15 @@
 """One module per MPI flavour; this registry is how the rest of commstack finds them.
 
-Adding a flavour: write ``<name>.py`` with a ``Flavour`` subclass and ``FLAVOUR = ...``, list it
-in ``_MODULES`` below, and add its rows to tests/test_flavours.py.
+Every module of this package that defines ``FLAVOUR`` (a :class:`Flavour`) is a flavour, found by
+itself in name order (as benchmark families are): adding one is ``<name>.py`` with a ``Flavour``
+subclass and ``FLAVOUR = ...``, plus its rows in tests/test_flavours.py.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Dict, List, Tuple
+import pkgutil
+from typing import Callable, Dict, List, Optional, Tuple
 
 from commstack.flavours.base import (  # noqa: F401  (the package's interface)
     MAPPINGS,
@@ -20,12 +22,21 @@ from commstack.flavours.base import (  # noqa: F401  (the package's interface)
     VersionTool,
 )
 
-_MODULES = ("openmpi", "intelmpi", "mpich", "cray_mpich", "gasnet", "smpi")
 
-FLAVOURS: Dict[str, Flavour] = {}
-for _module in _MODULES:
-    _flavour = importlib.import_module(f"commstack.flavours.{_module}").FLAVOUR
-    FLAVOURS[_flavour.name] = _flavour
+def _discover() -> Dict[str, Flavour]:
+    found: Dict[str, Flavour] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        flavour = getattr(importlib.import_module(f"{__name__}.{info.name}"), "FLAVOUR", None)
+        if flavour is None:
+            continue  # a helper module (base, ompi_coll_rules, smpi_platform, ...)
+        if flavour.name in found:
+            raise RuntimeError(f"flavour {flavour.name!r} registered twice (again in "
+                               f"{__name__}.{info.name})")
+        found[flavour.name] = flavour
+    return found
+
+
+FLAVOURS: Dict[str, Flavour] = _discover()
 
 
 def names() -> List[str]:
@@ -55,3 +66,36 @@ def option_prefixes() -> Dict[str, str]:
 
 def conduits() -> List[str]:
     return [c for f in FLAVOURS.values() for c in f.conduits]
+
+
+def toolchain_of(name: Optional[str]) -> Optional[str]:
+    """The short name published tables give runs of flavour ``name`` (Betzy's ``ompi``), if any."""
+    flavour = FLAVOURS.get(name or "")
+    return flavour.toolchain if flavour is not None else None
+
+
+def by_toolchain(short: str) -> Optional[str]:
+    """The flavour a published table's toolchain name (``impi``) stands for, if any."""
+    return next((f.name for f in FLAVOURS.values() if f.toolchain and f.toolchain == short), None)
+
+
+def simulator() -> Flavour:
+    """The flavour that simulates a machine (SimGrid SMPI)."""
+    return next(f for f in FLAVOURS.values() if f.simulated)
+
+
+def spack_externals() -> List[str]:
+    """Spack's package of each flavour's MPI that `spack external find` can find on a machine."""
+    return [f.spack_packages[0] for f in FLAVOURS.values() if f.spack_packages and not f.simulated]
+
+
+def external_probes() -> Dict[str, Tuple[str, ...]]:
+    """Spack package -> the command whose output names an external installation's version."""
+    return {package: f.external_probe for f in FLAVOURS.values() if f.external_probe
+            for package in f.spack_packages}
+
+
+def found_variables() -> Dict[str, Tuple[Callable[[], Optional[str]], str]]:
+    """Variable -> (how its value is found on this machine when unset, how to get it when not
+    found), over every flavour."""
+    return {name: found for f in FLAVOURS.values() for name, found in f.found_variables().items()}

@@ -125,7 +125,16 @@ class Flavour:
     binding_report: Optional[str] = None  # commstack.placement.reports parser of its report
     version_tools: Tuple[VersionTool, ...] = ()
     spack_packages: Tuple[str, ...] = ()  # Spack's names of its MPI (the spec a stack's hash is)
+    # The command whose output names an external installation's version (`commstack machine
+    # check` of the Spack externals); () : the prefix alone is checked.
+    external_probe: Tuple[str, ...] = ()
+    toolchain: Optional[str] = None  # the short name published tables give its runs ("ompi")
     placements: Dict[str, Placement] = {}  # built-in, per mapping
+
+    def found_variables(self) -> Dict[str, Tuple[Callable[[], Optional[str]], str]]:
+        """Variables a matrix may use unset whose value this flavour finds on the machine:
+        name -> (finder, how to get it when it is not found)."""
+        return {}
 
     # --- launchers ------------------------------------------------------------------------
     def default_launcher(self, conduit: Optional[str] = None) -> str:

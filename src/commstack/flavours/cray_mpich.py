@@ -14,6 +14,7 @@ class CrayMPICH(Flavour):
     # Placement is srun's alone (--distribution, --cpu-bind), reported by --cpu-bind=verbose.
     placements = {"block": Placement(), "cyclic": Placement()}
     spack_packages = ("cray-mpich",)
+    external_probe = ("mpichversion",)
 
     def default_launcher(self, conduit: object = None) -> str:
         return "srun"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+import sys
+from pathlib import Path
+from typing import Callable, Dict, Optional, Tuple
 
 from commstack.flavours.base import (
     COMMON_FAMILIES,
@@ -25,6 +27,7 @@ class IntelMPI(Hydra):
                                  r"Version\s+(\S+)(?:\s+Build\s+(\S+))?"),
                      VersionTool("impi_info.txt", ("impi_info",)))
     spack_packages = ("intel-oneapi-mpi", "intel-mpi")
+    toolchain = "impi"  # Betzy's tables
     # hydra (mpirun) pins by these variables; under srun they do nothing (tested: srun's binding,
     # or none, is what the pin table then shows), so srun steps get only the report's variable.
     placement_env_under_srun = False
@@ -47,8 +50,18 @@ class IntelMPI(Hydra):
     def stack_env(self, root: Optional[str]) -> Dict[str, str]:
         return {"I_MPI_ROOT": root} if root else {}
 
+    def found_variables(self) -> Dict[str, Tuple[Callable[[], Optional[str]], str]]:
+        return {"I_MPI_ROOT": (_beside_python, "bash scripts/setup_venv.sh, then use "
+                               ".venv/bin/commstack, whose Python holds Intel MPI (impi-rt)")}
+
     def report_env(self, env: Dict[str, str]) -> Dict[str, str]:
         return {} if "I_MPI_DEBUG" in env else {"I_MPI_DEBUG": PIN_TABLE_LEVEL}
+
+
+def _beside_python() -> Optional[str]:
+    """The Intel MPI that pip installed (impi-rt) beside the Python running commstack, if any:
+    scripts/setup_venv.sh puts it in the project's venv."""
+    return sys.prefix if (Path(sys.prefix) / "bin" / "mpiexec.hydra").is_file() else None
 
 
 FLAVOUR = IntelMPI()

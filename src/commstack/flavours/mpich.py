@@ -21,6 +21,7 @@ class MPICH(Hydra):
     version_tools = (VersionTool("mpichversion.txt", ("mpichversion",),
                                  r"MPICH Version:\s*(\S+)"),)
     spack_packages = ("mpich",)
+    external_probe = ("mpichversion",)
     placements = {
         "block": Placement.of(["-bind-to", "core", "-map-by", "core"]),
         "cyclic": Placement.of(["-bind-to", "core", "-map-by", "numa"]),

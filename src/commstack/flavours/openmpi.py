@@ -29,6 +29,8 @@ class OpenMPI(Flavour):
     version_tools = (VersionTool("ompi_info.txt", ("ompi_info", "--parsable"),
                                  r"ompi:version:full:(\S+)"),)
     spack_packages = ("openmpi",)
+    external_probe = ("ompi_info", "--version")
+    toolchain = "ompi"  # Betzy's tables
     placements = {
         "block": Placement.of(["--map-by", "core", "--bind-to", "core"]),
         "cyclic": Placement.of(["--map-by", "numa", "--bind-to", "core"]),

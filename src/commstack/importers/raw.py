@@ -27,7 +27,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,10 +34,9 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import commstack
 from commstack import bounds
-from commstack.benchmarks import imb, osu, registry
-from commstack.benchmarks.base import Output, ParseError
-from commstack.benchmarks.imb import OPTIONS as IMB_OPTIONS
-from commstack.benchmarks.text import strip_launcher_prefix
+from commstack.benchmarks import registry
+from commstack.benchmarks.base import Output, ParseError, RawOutputs
+from commstack.benchmarks.text import printed_lines
 from commstack.errors import CampaignError
 from commstack.matrix.model import Point
 from commstack.store import state_log
@@ -46,19 +44,7 @@ from commstack.store.campaign import Campaign
 from commstack.store.files import read_json, write_new
 from commstack.store.record import RAW_OUTPUT, Record, StackInfo
 
-FAMILIES = ("imb", "osu", "cartex", "gasnet")
 KIND = "raw outputs"  # campaign.json "imported" of such a campaign
-
-# A line only the family prints (banner, title, section header, a failure it reports), matched
-# at the start of a line once launcher prefixes and indentation are removed.
-_SIGNATURES: Dict[str, re.Pattern] = {
-    "imb": re.compile(r"^(?:#\s+(?:Intel\s?\(R\)|PALLAS) MPI Benchmark|# Benchmarking \S|"
-                      r"#bytes\s+#repetitions)"),
-    "osu": re.compile(r"^(?:# OSU MPI|Usage: osu_\S+ \[options\])"),
-    "cartex": re.compile(r"^(?:running on \d+ ranks?$|command line parsing error|"
-                         r"could not create decomposition)"),
-    "gasnet": re.compile(r"^=====> \S+ nprocs=\d+ config="),
-}
 
 
 @dataclass
@@ -148,8 +134,9 @@ def read_output(path: Path, name: str, family: str, stderr: Optional[Path] = Non
     err_text = err_data.decode(errors="replace") if err_data is not None else ""
     if not (text + err_text).strip():
         return "empty"
-    if not any(map(_SIGNATURES[family].match, _lines(text) + _lines(err_text))):
-        return f"nothing in it that {family} prints ({_SIGNATURE_HELP[family]})"
+    raw = _raw_outputs(family)
+    if not any(map(raw.signature.match, printed_lines(text) + printed_lines(err_text))):
+        return f"nothing in it that {family} prints ({raw.signature_help})"
     reading = Reading(path, name, data, hashlib.sha256(data).hexdigest(), stderr, err_data,
                       hashlib.sha256(err_data).hexdigest() if err_data is not None else None)
     output: Optional[Output] = None
@@ -161,13 +148,13 @@ def read_output(path: Path, name: str, family: str, stderr: Optional[Path] = Non
         reading.parsed, reading.notes = output.rows, list(output.notes)
         reading.build_config = output.build_config
     try:
-        _DESCRIBE[family](reading, text, output)
+        _describe(reading, raw, text, output)
     except ParseError as exc:  # a count past any machine in what describes the run
         reading.status, reading.parse_error = "parse-error", str(exc)
         reading.benchmark = reading.benchmark or family
         return reading
     if output is not None:
-        fatal = next(b for b in registry.BENCHMARKS.values() if b.format == family).fatal(output)
+        fatal = registry.family(family).fatal(output)  # type: ignore[union-attr]
         if fatal:
             reading.status, reading.parse_error = "parse-error", "; ".join(fatal)
         elif (twins := _indistinct_rows(reading)):
@@ -190,16 +177,8 @@ def _indistinct_rows(reading: Reading) -> Optional[str]:
     return None
 
 
-_SIGNATURE_HELP = {
-    "imb": "no IMB banner, '# Benchmarking' section or '#bytes #repetitions' header",
-    "osu": "no '# OSU MPI ... Test' title",
-    "cartex": "no 'running on N ranks' line nor a cartex failure message",
-    "gasnet": "no '=====> <test> nprocs=N config=...' banner",
-}
-
-
-def _lines(text: str) -> List[str]:
-    return [strip_launcher_prefix(line).strip() for line in text.splitlines()]
+def _raw_outputs(family: str) -> RawOutputs:
+    return registry.family(family).raw_outputs  # type: ignore[union-attr,return-value]
 
 
 def _own_point(reading: Reading, why: str) -> None:
@@ -207,172 +186,12 @@ def _own_point(reading: Reading, why: str) -> None:
     reading.notes.append(f"{why}: this file is a point of its own (parameter 'output')")
 
 
-# IMB ------------------------------------------------------------------------------------------
-
-_IMB_PROCESSES = re.compile(r"^# #processes = (?P<np>\d+)")
-_IMB_WAITING = re.compile(r"^# \( (?P<n>\d+) additional process(?:es)? waiting in MPI_Barrier\)")
-_IMB_SUITES = {"MPI-1": "imb-mpi1", "MPI-RMA": "imb-rma", "MPI-NBC": "imb-nbc",
-               "IMB-P2P": "imb-p2p", "MT": "imb-mt"}
-_IMB_FLAGS = {o.flag: name for name, o in IMB_OPTIONS.items() if o.kind == "value"}
-
-
-def _describe_imb(reading: Reading, text: str, output: Optional[Output]) -> None:
-    lines = _lines(text)
-    printed = imb.banner(text)  # (version, suite)
-    calling = _after(lines, "# Calling sequence was:")
-    listed = _listed_benchmarks(lines)
-    # What every IMB output can print is always a parameter: None where this one did not
-    # (`compare --where executable=...` then leaves it out instead of keeping it).
-    params = reading.params
-    params.update(dict.fromkeys(("executable", "benchmarks", "imb_version", "ranks")))
-    if calling:
-        words = calling.split()
-        params["executable"] = words[0]
-        params.update(_imb_options(words[1:], reading.notes))
-    if listed:
-        params["benchmarks"] = " ".join(listed)
-    elif output is not None:
-        names = list(dict.fromkeys(r["benchmark"] for r in output.rows if r.get("benchmark")))
-        if names:
-            params["benchmarks"] = " ".join(names)
-    if printed and printed[0]:
-        params["imb_version"] = printed[0]
-    elif printed:
-        reading.notes.append("IMB banner without a version (imb_version null)")
-    elif not any(n.startswith("no IMB banner") for n in reading.notes):
-        reading.notes.append("no IMB banner: IMB version not printed (imb_version null)")
-    ranks = _imb_job_size(lines)
-    if ranks:
-        params["ranks"] = reading.ranks = ranks
-    else:
-        reading.notes.append("no '#processes' line: the job's process count is not printed")
-    driver = Path(params["executable"] or "").name
-    if re.fullmatch(r"IMB-\w+", driver):
-        reading.benchmark = driver.lower()
-    elif printed and printed[1] in _IMB_SUITES:
-        reading.benchmark = _IMB_SUITES[printed[1]]
-    else:
-        reading.benchmark = "imb"
-        reading.notes.append("IMB driver not printed (no calling sequence, suite "
-                             f"{printed[1] if printed else 'not printed'}): benchmark 'imb'")
-    if not calling:
-        _own_point(reading, "no calling sequence printed: its options are not known")
-
-
-def _after(lines: List[str], marker: str) -> str:
-    """The first non-empty '#' line after ``marker``, without the '#'."""
-    for index, line in enumerate(lines):
-        if line == marker:
-            for following in lines[index + 1:]:
-                content = following.lstrip("#").strip()
-                if content:
-                    return content
-    return ""
-
-
-def _listed_benchmarks(lines: List[str]) -> List[str]:
-    """IMB's '# List of Benchmarks to run:' (the names as IMB spells them)."""
-    try:
-        start = lines.index("# List of Benchmarks to run:")
-    except ValueError:
-        return []
-    names: List[str] = []
-    for line in lines[start + 1:]:
-        content = line.lstrip("#").strip()
-        if not line or (line.startswith("#") and not content and not names):
-            continue
-        if not line.startswith("#") or not content or content.startswith("-") or " " in content:
-            break
-        names.append(content)
-    return names
-
-
-def _imb_options(words: List[str], notes: List[str]) -> Dict[str, Any]:
-    """The calling sequence's options under their matrix names (benchmark names are read from
-    IMB's own list); what commstack has no name for is kept as ``other_args``."""
-    params: Dict[str, Any] = {}
-    other: List[str] = []
-    index = 0
-    while index < len(words):
-        word = words[index]
-        if word in _IMB_FLAGS and index + 1 < len(words):
-            value = words[index + 1]
-            # A number past a 64-bit counter stays the text it is (no machine took it).
-            number = value.lstrip("-").isdigit() and len(value) <= 19
-            params[_IMB_FLAGS[word]] = int(value) if number else value
-            index += 2
-            continue
-        if word.startswith("-"):
-            other.append(word)
-            if index + 1 < len(words) and not words[index + 1].startswith("-") and (
-                    not words[index + 1].isalpha()):
-                other.append(words[index + 1])
-                index += 1
-        index += 1
-    if other:
-        params["other_args"] = " ".join(other)
-        notes.append(f"calling sequence options without a commstack name: {' '.join(other)}")
-    return params
-
-
-def _imb_job_size(lines: List[str]) -> Optional[int]:
-    """The largest '#processes = N' plus the processes IMB says wait in MPI_Barrier meanwhile."""
-    best = None
-    for index, line in enumerate(lines):
-        match = _IMB_PROCESSES.match(line)
-        if not match:
-            continue
-        size = bounds.integer(match["np"], "#processes", index + 1, bounds.MAX_RANKS)
-        waiting = next((m for m in map(_IMB_WAITING.match, lines[index + 1:index + 3]) if m), None)
-        size += bounds.integer(waiting["n"], "processes waiting", index + 1,
-                               bounds.MAX_RANKS) if waiting else 0
-        best = max(best or 0, size)
-    return best
-
-
-# OSU, cartex, GASNet-EX ------------------------------------------------------------------------
-
-_CARTEX_RANKS = re.compile(r"^running on (?P<ranks>\d+) ranks?$")
-_GASNET_BANNER = re.compile(r"^=====> (?P<program>\S+) nprocs=(?P<nprocs>\d+) "
-                            r"config=\S*?CONDUIT=(?P<conduit>[A-Z0-9]+)?")
-
-
-def _describe_osu(reading: Reading, text: str, output: Optional[Output]) -> None:
-    reading.benchmark = "osu"
-    if output is not None:
-        name, version = output.meta.get("benchmark"), output.meta.get("version")
-    else:
-        name, version = osu.title(text) or (None, None)
-    reading.params.update(osu_test=name or None, osu_version=version or None)
-    _own_point(reading, "OMB prints neither its process count nor its options")
-
-
-def _describe_cartex(reading: Reading, text: str, output: Optional[Output]) -> None:
-    reading.benchmark = "cartex"
-    runtime = None
-    if output is not None and output.rows:
-        runtime, reading.ranks = output.rows[0]["runtime"], output.rows[0]["ranks"]
-    else:
-        match = next((m for m in map(_CARTEX_RANKS.match, _lines(text)) if m), None)
-        reading.ranks = (bounds.integer(match["ranks"], "ranks", None, bounds.MAX_RANKS)
-                         if match else None)
-    reading.params.update(runtime=runtime, ranks=reading.ranks)
-    _own_point(reading, "cartex prints none of its options (domain, halo, fields, grid)")
-
-
-def _describe_gasnet(reading: Reading, text: str, output: Optional[Output]) -> None:
-    banner = next((m for m in map(_GASNET_BANNER.match, _lines(text)) if m), None)
-    program = banner["program"] if banner else None
-    reading.benchmark = f"gasnet-{program}" if program else "gasnet"
-    reading.ranks = (bounds.integer(banner["nprocs"], "nprocs", None, bounds.MAX_RANKS)
-                     if banner else None)
-    conduit = banner["conduit"].lower() if banner and banner["conduit"] else None
-    reading.params.update(program=program, ranks=reading.ranks, conduit=conduit)
-    _own_point(reading, "the test's arguments (iterations, sizes) are not printed as given")
-
-
-_DESCRIBE = {"imb": _describe_imb, "osu": _describe_osu, "cartex": _describe_cartex,
-             "gasnet": _describe_gasnet}
+def _describe(reading: Reading, raw: RawOutputs, text: str, output: Optional[Output]) -> None:
+    run = raw.describe(text, output, reading.notes)
+    reading.benchmark, reading.params, reading.ranks = run.benchmark, run.params, run.ranks
+    reading.notes += run.notes
+    if run.own_point:
+        _own_point(reading, run.own_point)
 
 
 # --- writing -----------------------------------------------------------------------------------
@@ -399,8 +218,9 @@ def _check_campaign(campaign: Campaign, family: str, source: Path) -> None:
 def import_outputs(source: Path, family: str, root: Path) -> RawImportResult:
     """Import every output of ``family`` in ``source`` (a file, or a directory read
     recursively, files in sorted order) into the campaign at ``root``."""
-    if family not in FAMILIES:
-        raise CampaignError(f"--benchmark {family!r}: expected one of {', '.join(FAMILIES)}")
+    if family not in registry.import_formats():
+        raise CampaignError(f"--benchmark {family!r}: expected one of "
+                            f"{', '.join(registry.import_formats())}")
     source, campaign = Path(source), Campaign(Path(root))
     files = _files(source)
     _check_campaign(campaign, family, source)

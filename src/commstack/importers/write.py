@@ -18,14 +18,15 @@ from pathlib import Path
 from typing import List, Optional
 
 import commstack
+from commstack import flavours
+from commstack.benchmarks import cartex
 from commstack.importers.betzy import METRIC, UNIT, Cell, ParsedFile
 from commstack.matrix.model import Point
 from commstack.store.campaign import Campaign
 from commstack.store.files import AlreadyExists, dump_json, write_new, write_new_json
 from commstack.store.record import Record, StackInfo
 
-BENCHMARK = "cartex"
-FLAVOURS = {"ompi": "openmpi", "impi": "intelmpi"}
+BENCHMARK = cartex.NAME  # Betzy's tables are cartex's
 
 
 @dataclass
@@ -62,7 +63,7 @@ def record_for(cell: Cell, parsed: ParsedFile, campaign: Campaign) -> Record:
         attempt=1,
         params=params,
         stack=toolchain,
-        stack_info=StackInfo(flavour=FLAVOURS.get(str(toolchain))),
+        stack_info=StackInfo(flavour=flavours.by_toolchain(str(toolchain))),
         ranks=nodes * per_node if nodes and per_node else None,
         nodes=nodes,
         status="ok",

@@ -9,9 +9,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List
+from typing import Any, Dict, Iterable, Iterator, List
 
 import jsonschema
 import yaml
@@ -22,6 +21,7 @@ from commstack.benchmarks import registry
 from commstack.excerpt import cut, excerpt
 from commstack.matrix import parameters as P
 from commstack.matrix import settings as S
+from commstack.matrix.found import found_value, how_to_get
 from commstack.matrix.model import (
     DEFAULT_REPEATS,
     DEFAULT_TIMEOUT_S,
@@ -210,68 +210,9 @@ _Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator, {"type": _type, "enum": _enum, "oneOf": _one_of})
 
 
-def _python_prefix_intel_mpi() -> "str | None":
-    """The Intel MPI that pip installed (impi-rt) beside the Python running commstack, if any:
-    scripts/setup_venv.sh puts it in the project's venv."""
-    return sys.prefix if (Path(sys.prefix) / "bin" / "mpiexec.hydra").is_file() else None
-
-
-def _quickstart_imb_openmpi() -> "str | None":
-    """The IMB that scripts/quickstart.sh built against Debian Open MPI (``python -m
-    commstack.spack tests/spack/imb-openmpi``, default work directory), else view ompi of
-    environments/local (scripts/setup_spack.sh), if it is there."""
-    for bindir in (Path.home() / ".cache" / "commstack" / "envs" / "imb-openmpi" / ".spack-env"
-                   / "view" / "bin", _local_view_bin("ompi")):
-        if (bindir / "IMB-MPI1").is_file():
-            return str(bindir)
-    return None
-
-
-def _built_osu(env: str) -> "Callable[[], str | None]":
-    """OSU's test folders (pt2pt/, collective/, ...) of tests/spack/<env> installed by ``python
-    -m commstack.spack tests/spack/<env>`` (default work directory), if it is there."""
-    def find() -> "str | None":
-        mpi = (Path.home() / ".cache" / "commstack" / "envs" / env / ".spack-env" / "view"
-               / "libexec" / "osu-micro-benchmarks" / "mpi")
-        return str(mpi) if (mpi / "pt2pt" / "osu_latency").is_file() else None
-    return find
-
-
-def _built_ompi_ucc() -> "str | None":
-    """bin/ of the view ompi-ucc of environments/local (Open MPI 4.1.4 + UCC: mpirun,
-    ompi_info, IMB-MPI1), which scripts/setup_spack.sh installs, if there."""
-    bindir = _local_view_bin("ompi-ucc")
-    if (bindir / "IMB-MPI1").is_file() and (bindir / "mpirun").is_file():
-        return str(bindir)
-    return None
-
-
-def _local_view_bin(view: str) -> Path:
-    """bin/ of a view of this checkout's environments/local (src/commstack/matrix/load.py is
-    four levels below the checkout; an installed commstack finds none)."""
-    return Path(__file__).resolve().parents[3] / "environments" / "local" / "views" / view / "bin"
-
-
-# Variables with a value found on this machine when they are not set.
-FOUND_DEFAULTS = {"I_MPI_ROOT": _python_prefix_intel_mpi,
-                  "COMMSTACK_IMB_OPENMPI_BIN": _quickstart_imb_openmpi,
-                  "COMMSTACK_OSU_INTELMPI": _built_osu("osu-intelmpi"),
-                  "COMMSTACK_OSU_OPENMPI": _built_osu("osu-openmpi"),
-                  "COMMSTACK_OSU_MPICH": _built_osu("osu-mpich"),
-                  "COMMSTACK_OMPI_UCC_BIN": _built_ompi_ucc}
-# How to get a FOUND_DEFAULTS value when it is not found: named in the error.
-_OSU_EXPECT = "--expect libexec/osu-micro-benchmarks/mpi/pt2pt/osu_latency"
-FOUND_HOW = {f"COMMSTACK_OSU_{mpi.upper()}": f"python -m commstack.spack tests/spack/osu-{mpi} "
-             f"{_OSU_EXPECT}" for mpi in ("intelmpi", "openmpi", "mpich")}
-FOUND_HOW["COMMSTACK_OMPI_UCC_BIN"] = "bash scripts/setup_spack.sh (view ompi-ucc of environments/local)"
-FOUND_HOW["COMMSTACK_IMB_OPENMPI_BIN"] = "bash scripts/setup_spack.sh (view ompi of environments/local)"
-FOUND_HOW["I_MPI_ROOT"] = ("bash scripts/setup_venv.sh, then use .venv/bin/commstack, whose "
-                           "Python holds Intel MPI (impi-rt)")
-
-
 def _expand_vars(value: str) -> "tuple[str, str | None]":
     """Expand ${VAR} and ${VAR:-default}; return (text, name of an unset variable or None).
-    An unset variable of FOUND_DEFAULTS takes the value found on this machine."""
+    An unset variable of :mod:`commstack.matrix.found` takes the value found on this machine."""
     missing: List[str] = []
 
     def sub(match: "re.Match[str]") -> str:
@@ -280,7 +221,7 @@ def _expand_vars(value: str) -> "tuple[str, str | None]":
             return os.environ[name]
         if default is not None:
             return default
-        found = FOUND_DEFAULTS[name]() if name in FOUND_DEFAULTS else None
+        found = found_value(name)
         if found:
             return found
         missing.append(name)
@@ -302,7 +243,7 @@ def _stack(path: Path, name: str, spec: Dict[str, Any]) -> Stack:
                 text = os.pathsep.join(filter(None, (fields.get(key), text)))
             fields[key] = text
             if missing:  # reported when the stack is used (see launch.stack.resolve)
-                how = f" (build it: {FOUND_HOW[missing]})" if missing in FOUND_HOW else ""
+                how = f" (build it: {how_to_get(missing)})" if how_to_get(missing) else ""
                 unresolved = unresolved or f"{key} uses ${{{missing}}}, which is not set{how}"
     if "spack" in spec:
         fields["view"], unresolved = _spack_view(path, name, spec["spack"]["env"],

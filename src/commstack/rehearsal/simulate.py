@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional
 
 import yaml
 
+from commstack import flavours
 from commstack.benchmarks import registry
 from commstack.benchmarks.base import Benchmark
 from commstack.flavours import FlavourError, smpi_settings
@@ -33,7 +34,9 @@ from commstack.rehearsal.build import (
     machine_of,
 )
 
-STACK = {"flavour": "smpi", "spack": {"env": "local", "view": "smpi"}}
+# environments/local names the simulator's view after its flavour.
+STACK = {"flavour": flavours.simulator().name,
+         "spack": {"env": "local", "view": flavours.simulator().name}}
 # Parameters that name nothing a simulation can change.
 _NO_EFFECT = {"cpus_per_task": "no simulated effect (the simulated node's cores are its own)",
               "oversubscribe": "a simulated node is never oversubscribed"}

@@ -30,6 +30,7 @@ from typing import Callable, Dict, Hashable, List, MutableSequence, Optional, Se
 
 from commstack import stats
 from commstack.benchmarks import registry
+from commstack.benchmarks.base import Collectives
 from commstack.markdown_table import table
 from commstack.simulated import marked, platform
 from commstack.store.campaign import Campaign
@@ -39,16 +40,6 @@ GUIDELINES = Path(__file__).with_name("guidelines.tsv")
 MAX_RULES = 1000  # a guideline file longer than this is refused, not read
 MAX_OUTPUT = 256 * 2 ** 20  # a run's stdout read for ReproMPI's per-call samples, at most
 METHOD = "holm"  # the correction over all checks made together
-# Benchmarks whose rows are timings of collectives, by family format.
-FAMILIES = {"imb": "IMB", "osu": "OSU", "reprompi": "ReproMPI"}
-# Parameters that only choose what is measured (which collective, sizes, repetitions): two
-# points that differ in them alone are one setting.
-_SELECTING = {
-    "imb": {"benchmarks", "msglog", "msgsize", "npmin", "iter", "time", "iter_policy", "mem"},
-    "osu": {"executable", "message_size", "iterations", "warmup", "full"},
-    "reprompi": {"calls", "msizes", "msize_interval", "nrep", "summary", "verbose",
-                 "shuffle_jobs"},
-}
 _TERM = re.compile(r"^\s*(?P<coll>[A-Z][A-Za-z_]*)\((?P<size>m|p\*m|m/p)\)\s*$")
 
 
@@ -135,7 +126,7 @@ class Setting:
     def label(self) -> str:
         extra = ", ".join(f"{k}={v}" for k, v in json.loads(self.params).items())
         return marked((f"{self.source}: " if self.source else "") + (
-            f"{FAMILIES[self.family]}, {self.stack}, {self.processes} processes"
+            f"{_collectives(self.family).label}, {self.stack}, {self.processes} processes"
             + (f", {extra}" if extra else "")), self.simulated)
 
 
@@ -164,27 +155,21 @@ def with_interval(c: Check) -> Check:
 
 def collective_name(family: str, benchmark: object) -> Optional[str]:
     """The collective a row times, in one spelling for all families (``Bcast``, ...)."""
-    if not isinstance(benchmark, str):
-        return None
-    name = benchmark
-    if family == "reprompi":
-        name = name[4:] if name.startswith("MPI_") else None
-    elif family == "osu":
-        if not name.endswith(" Latency") or " " in name[: -len(" Latency")]:
-            return None  # point-to-point, non-blocking or one-sided tests
-        name = name[: -len(" Latency")]
-        name = {"Broadcast": "Bcast"}.get(name, name)
-    return name
+    return _collectives(family).name_of(benchmark) if isinstance(benchmark, str) else None
+
+
+def _collectives(family: str) -> Collectives:
+    return registry.family(family).collectives  # type: ignore[union-attr,return-value]
 
 
 def _family(record: Record) -> Optional[str]:
-    spec = registry.BENCHMARKS.get(record.benchmark)
-    return spec.format if spec is not None and spec.format in FAMILIES else None
+    found = registry.collectives(record.benchmark)
+    return found[0] if found is not None else None
 
 
 def _params(record: Record, family: str) -> Dict[str, object]:
     return {k: v for k, v in sorted(record.params.items())
-            if k not in _SELECTING[family] and k not in ("stack", "nodes")}
+            if k not in _collectives(family).selecting and k not in ("stack", "nodes")}
 
 
 class _ParamsText:
@@ -208,23 +193,7 @@ def named_collectives(record: Record) -> Optional[set]:
     """The collectives a record's parameters ask for (None: the benchmark's default list, which
     may hold any), read without its rows."""
     family = _family(record)
-    if family == "imb":
-        value = record.params.get("benchmarks")
-        if value is None:
-            return None
-        words = value if isinstance(value, (list, tuple)) else str(value).replace(",", " ").split()
-        return {str(w) for w in words}
-    if family == "osu":
-        exe = str(record.params.get("executable", ""))
-        name = exe[len("osu_"):] if exe.startswith("osu_") else ""
-        return {name.capitalize()} if name else set()  # osu_allreduce: Allreduce
-    if family == "reprompi":
-        value = record.params.get("calls")
-        if value is None:
-            return None
-        words = value if isinstance(value, (list, tuple)) else str(value).split(",")
-        return {str(w).strip()[4:] for w in words if str(w).strip().startswith("MPI_")}
-    return set()
+    return _collectives(family).asked(record.params) if family is not None else set()
 
 
 def relevant(records: Sequence[Record], rules: Sequence[Guideline]) -> List[Record]:
@@ -280,8 +249,6 @@ def settings(records: Sequence[Record],
     :data:`Entry` tuples (a report has them in its samples); ``layout(record)``: its entries'
     row keys as one key and their values (:data:`Layout`), or None: then ``entries`` is read
     only for the first record of each layout (a report of 100,000 records has a few)."""
-    from commstack.benchmarks import reprompi
-
     if entries is None:
         entries = lambda r: row_entries(r, rows(r))  # noqa: E731
     collect = _Collector()
@@ -292,10 +259,11 @@ def settings(records: Sequence[Record],
             continue
         params = collect.texts(rec, family)
         per_call = None
-        if family == "reprompi":
+        read_per_call = _collectives(family).per_call
+        if read_per_call is not None:
             text = output(rec)
             try:
-                per_call = reprompi.samples(text) if text else None
+                per_call = read_per_call(text) if text else None
             except ValueError:
                 per_call = None
         stack = rec.stack or ""

@@ -27,11 +27,16 @@ Key = Tuple[str, str]  # (stack, other parameters as JSON)
 Cell = Tuple[str, int]  # (call, bytes)
 
 
+def applies(record: Record) -> bool:
+    """The record is a ReproMPI run (this section reads their per-call samples)."""
+    return record.benchmark == reprompi.NAME
+
+
 def _gather(records: Sequence[Record], output: Callable[[Record], Optional[str]]):
     times: Dict[Key, Dict[str, Dict[Cell, List[float]]]] = defaultdict(lambda: defaultdict(dict))
     skews: Dict[Key, Dict[str, Dict[Cell, List[float]]]] = defaultdict(lambda: defaultdict(dict))
     for rec in records:
-        if rec.benchmark != "reprompi" or not rec.ok or rec.published:
+        if not applies(rec) or not rec.ok or rec.published:
             continue
         text = output(rec)
         try:

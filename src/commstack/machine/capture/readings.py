@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from commstack import flavours
 from commstack.machine import Machine
 from commstack.machine.check import checks, probes
 from commstack.machine.check import externals as ext
@@ -18,8 +19,8 @@ from commstack.machine.check.checks import NODE_FACTS, is_verify
 from commstack.machine.check.result import Unreadable
 
 # The communication stack's packages `spack external find` is asked for.
-SPACK_FIND = ("openmpi", "mpich", "intel-oneapi-mpi", "cray-mpich", "ucx", "ucc", "hcoll", "pmix",
-              "slurm", "libfabric", "hwloc", "xpmem", "knem", "rdma-core")
+SPACK_FIND = (*flavours.spack_externals(), "ucx", "ucc", "hcoll", "pmix", "slurm", "libfabric",
+              "hwloc", "xpmem", "knem", "rdma-core")
 SPACK_FIND_TIMEOUT = 600
 
 

@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import yaml
 
+from commstack import flavours
 from commstack.machine.check.result import Unreadable
 from commstack.machine.check.tools import output, read, which
 
@@ -86,9 +87,7 @@ def _gcc(ext: External) -> Tuple[str, str]:
 
 # package -> how its version is read on the machine; packages without one get the prefix check.
 VERSION_PROBES: Dict[str, Callable[[External], Tuple[str, str]]] = {
-    "openmpi": _tool("ompi_info", "--version"),
-    "mpich": _tool("mpichversion"),
-    "cray-mpich": _tool("mpichversion"),
+    **{package: _tool(*argv) for package, argv in flavours.external_probes().items()},
     "ucx": _tool("ucx_info", "-v"),
     "hwloc": _tool("lstopo", "--version"),
     "libfabric": _tool("fi_info", "--version"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import List
 
+from commstack.benchmarks import cartex
 from commstack.report.layout import AmbiguousCell, auto_layout
 from commstack.report.published import imported_layouts, layout_notes, render_layout
 from commstack.report.studies.base import Context, Study
@@ -60,6 +61,6 @@ def cartex_tables(context: Context) -> List[str]:
 PUBLISHED = Study("betzy-published", lambda c: any(r.imported for r in c.records),
                   published_tables, before_tables=True,
                   needs_rows=lambda record, info: record.imported)
-CARTEX = Study("betzy-cartex", lambda c: any(r.benchmark == "cartex" for r in c.swept),
+CARTEX = Study("betzy-cartex", lambda c: any(r.benchmark == cartex.NAME for r in c.swept),
                cartex_tables, before_tables=True,
-               needs_rows=lambda record, info: record.benchmark == "cartex")
+               needs_rows=lambda record, info: record.benchmark == cartex.NAME)

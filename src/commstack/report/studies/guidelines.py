@@ -40,7 +40,7 @@ def _sync_section(context: Context) -> List[str]:
 SLOW = Study("slow-stack", applies=lambda c: c.samples is not None and len(
     {r.stack for r in c.swept if r.stack}) > 1,
     section=lambda c: slow_stack.section(c.samples, c.swept))
-SYNC = Study("sync-method", applies=lambda c: any(r.benchmark == "reprompi" for r in c.swept),
+SYNC = Study("sync-method", applies=lambda c: any(map(sync_method.applies, c.swept)),
              section=_sync_section)
 STUDY = Study("guidelines", applies=lambda c: any(guidelines.applies(r) for r in c.swept),
               section=_section)
