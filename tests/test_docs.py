@@ -129,29 +129,6 @@ def test_every_command_has_its_reference_section():
         assert f"commstack machine {action}" in text
 
 
-
-def test_each_commands_usage_is_what_its_help_prints():
-    """The usage block of each command's section is ``commstack COMMAND --help``'s usage at
-    100 columns: a changed option cannot leave a stale copy here."""
-    from commstack.cli import COMMANDS
-
-    text = (DOCS / "reference" / "commands.md").read_text()
-    env = dict(os.environ, COLUMNS="100", PYTHONPATH=str(REPO / "src"))
-    for name in COMMANDS:
-        block = re.search(rf"^## `commstack {name}`\n.*?```text\n(usage: .*?)\n```", text,
-                          flags=re.M | re.S)
-        assert block, f"commands.md: no usage block under `commstack {name}`"
-        # A command of actions (machine check|capture) shows each action's usage.
-        actions = re.findall(rf"^usage: commstack {name} ([a-z]+) ", block.group(1), flags=re.M)
-        usages = []
-        for words in [[a] for a in actions] or [[]]:
-            done = subprocess.run([sys.executable, "-m", "commstack", name, *words, "--help"],
-                                  env=env, capture_output=True, text=True, timeout=120, cwd=REPO)
-            usages.append(done.stdout.split("\n\n")[0].rstrip())
-        usage = "\n".join(usages)
-        assert block.group(1).rstrip() == usage, f"commstack {name}:\n{usage}"
-
-
 # --- the README ----------------------------------------------------------------------------
 
 
