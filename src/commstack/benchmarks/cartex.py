@@ -32,11 +32,10 @@ from commstack.benchmarks.base import (
     Option,
     Output,
     ParseError,
-    RawOutputs,
-    RawRun,
     capped,
     triple,
 )
+from commstack.benchmarks.facts import RawOutputs, RawRun
 from commstack.benchmarks.text import printed_lines, strip_launcher_prefix
 
 # Statistic label as printed -> row key.

@@ -25,15 +25,8 @@ import re
 from typing import Any, Dict, List, Optional
 
 from commstack import bounds
-from commstack.benchmarks.base import (
-    Benchmark,
-    Option,
-    Output,
-    ParseError,
-    RawOutputs,
-    RawRun,
-    capped,
-)
+from commstack.benchmarks.base import Benchmark, Option, Output, ParseError, capped
+from commstack.benchmarks.facts import RawOutputs, RawRun
 from commstack.benchmarks.imb import MBYTES_PER_S, T_US
 from commstack.benchmarks.text import printed_lines, strip_launcher_prefix
 

@@ -36,16 +36,14 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 from commstack import bounds
 from commstack.benchmarks.base import (
     Benchmark,
-    Collectives,
     FigureOfMerit,
     Option,
     Output,
     ParseError,
-    RawOutputs,
-    RawRun,
     at_most,
     capped,
 )
+from commstack.benchmarks.facts import Collectives, RawOutputs, RawRun
 from commstack.benchmarks.text import (
     INTEL_MPI_STARTUP,
     column_keys,

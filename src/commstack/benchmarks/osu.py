@@ -45,17 +45,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from commstack import bounds
-from commstack.benchmarks.base import (
-    Benchmark,
-    Collectives,
-    Option,
-    Output,
-    ParseError,
-    RawOutputs,
-    RawRun,
-    at_most,
-    capped,
-)
+from commstack.benchmarks.base import Benchmark, Option, Output, ParseError, at_most, capped
+from commstack.benchmarks.facts import Collectives, RawOutputs, RawRun
 from commstack.benchmarks.imb import MBYTES_PER_S, T_AVG_US, T_OVRL_US, T_PURE_US, T_US
 from commstack.benchmarks.text import INTEL_MPI_STARTUP, column_keys, strip_launcher_prefix
 

@@ -8,30 +8,25 @@ module of ``commstack.benchmarks`` that defines ``BENCHMARKS`` (a list of
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import commstack.benchmarks as _package
+from commstack import discovery
 from commstack.benchmarks.base import (  # noqa: F401  (the package's interface)
     Benchmark,
-    Collectives,
     FigureOfMerit,
     Option,
     Output,
     ParseError,
 )
+from commstack.benchmarks.facts import Collectives
 
 
 def _discover() -> Dict[str, Benchmark]:
     found: Dict[str, Benchmark] = {}
-    for info in sorted(pkgutil.iter_modules(_package.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{_package.__name__}.{info.name}")
+    for module in discovery.modules(_package.__name__, _package.__path__):
         for bench in getattr(module, "BENCHMARKS", ()):
-            if bench.name in found:
-                raise RuntimeError(f"benchmark {bench.name!r} registered twice "
-                                   f"(again in {module.__name__})")
-            found[bench.name] = bench
+            discovery.add_once(found, bench.name, bench, "benchmark", module)
     return found
 
 

@@ -50,7 +50,6 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 from commstack import stats
 from commstack.benchmarks.base import (
     Benchmark,
-    Collectives,
     FigureOfMerit,
     Option,
     Output,
@@ -58,6 +57,7 @@ from commstack.benchmarks.base import (
     at_most,
     capped,
 )
+from commstack.benchmarks.facts import Collectives
 from commstack.benchmarks.imb import T_AVG_US
 from commstack.benchmarks.text import strip_launcher_prefix
 

@@ -7,10 +7,9 @@ subclass and ``FLAVOUR = ...``, plus its rows in tests/test_flavours.py.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import Callable, Dict, List, Optional, Tuple
 
+from commstack import discovery
 from commstack.flavours.base import (  # noqa: F401  (the package's interface)
     MAPPINGS,
     Flavour,
@@ -25,14 +24,10 @@ from commstack.flavours.base import (  # noqa: F401  (the package's interface)
 
 def _discover() -> Dict[str, Flavour]:
     found: Dict[str, Flavour] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        flavour = getattr(importlib.import_module(f"{__name__}.{info.name}"), "FLAVOUR", None)
-        if flavour is None:
-            continue  # a helper module (base, ompi_coll_rules, smpi_platform, ...)
-        if flavour.name in found:
-            raise RuntimeError(f"flavour {flavour.name!r} registered twice (again in "
-                               f"{__name__}.{info.name})")
-        found[flavour.name] = flavour
+    for module in discovery.modules(__name__, __path__):
+        flavour = getattr(module, "FLAVOUR", None)
+        if flavour is not None:  # else a helper module (base, ompi_coll_rules, smpi_platform, ...)
+            discovery.add_once(found, flavour.name, flavour, "flavour", module)
     return found
 
 

@@ -35,7 +35,8 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 import commstack
 from commstack import bounds
 from commstack.benchmarks import registry
-from commstack.benchmarks.base import Output, ParseError, RawOutputs
+from commstack.benchmarks.base import Output, ParseError
+from commstack.benchmarks.facts import RawOutputs
 from commstack.benchmarks.text import printed_lines
 from commstack.errors import CampaignError
 from commstack.matrix.model import Point

@@ -30,7 +30,7 @@ from typing import Callable, Dict, Hashable, List, MutableSequence, Optional, Se
 
 from commstack import stats
 from commstack.benchmarks import registry
-from commstack.benchmarks.base import Collectives
+from commstack.benchmarks.facts import Collectives
 from commstack.markdown_table import table
 from commstack.simulated import marked, platform
 from commstack.store.campaign import Campaign
