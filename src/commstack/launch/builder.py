@@ -3,19 +3,21 @@ request and the environment, from which the local (commstack.launch.command.loca
 (commstack.launch.slurm.srun) command lines are made.
 
 What each flavour's launcher makes of ranks, placement and exported variables is the flavour
-module's (commstack.flavours); this module gathers a point's values and the machine's facts.
+module's (commstack.flavours); this module gathers a point's values and the machine's facts. A
+simulator's launch is commstack.launch.simulation's; the shape both make, commstack.launch.spec's.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from commstack.benchmarks.registry import Benchmark
-from commstack.flavours import Flavour, FlavourError, Launch, Placement, Request, RunFile, ucc_tune
+from commstack.flavours import FlavourError, Request, ucc_tune
+from commstack.launch import simulation
 from commstack.launch.allocation import Allocation
+from commstack.launch.spec import LaunchError, LaunchSpec, benchmark_files
 from commstack.launch.stack import ResolvedStack
 from commstack.machine import LaunchFacts, Machine
 from commstack.matrix import parameters as P
@@ -24,59 +26,20 @@ from commstack.placement.cpu_map import CpuMapError
 from commstack.placement.model import Expected
 
 
-class LaunchError(ValueError):
-    """A point that this launcher cannot run as asked."""
-
-
-@dataclass(frozen=True)
-class LaunchSpec:
-    """Everything a point's command line is made of; ``allocation`` None: a launch on this node."""
-
-    point: Point
-    stack: ResolvedStack
-    flavour: Flavour
-    facts: LaunchFacts
-    request: Request
-    placement: Placement  # the machine's CPU map filled in
-    env: Dict[str, str]  # the point's variables as launched, before the launcher adds its own
-    files: Tuple[RunFile, ...]
-    benchmark_argv: List[str]  # its executable by absolute path
-    # What placement the run must show (checked after it); a launcher adds what it knows more.
-    expected: Expected
-    cpus: Optional[Tuple[int, ...]] = None  # each local rank's CPU by the machine's CPU map
-    # Where the flavour's own launcher places the ranks by a map (its own, else the mapping's):
-    # only when the machine's placement for it uses the map ({cpus}, {ranks_per_socket},
-    # {cores_per_rank}).
-    launcher_cpus: Optional[Tuple[int, ...]] = None
-    launcher_span: int = 1  # with launcher_cpus: the cores from its CPU a rank may hold
-    allocation: Optional[Allocation] = None
-    # A simulated flavour's launch and what it simulates (flavour.simulate), made here.
-    simulated: Optional[Tuple[Launch, Any]] = None
-
-    @property
-    def executable(self) -> str:
-        return self.benchmark_argv[0]
-
-    @property
-    def node_local(self) -> bool:
-        """A conduit whose processes share one node: its own spawner starts them all."""
-        return self.stack.stack.conduit in self.flavour.node_local_conduits
-
-
 def build(point: Point, benchmark: Benchmark, stack: ResolvedStack,
           machine: Optional[Machine] = None, allocation: Optional[Allocation] = None,
           cores: int = 0) -> LaunchSpec:
     """The point's launch on this node (no ``allocation``; ``cores``: this node's, 0 to ask) or
     as a step of ``allocation``; LaunchError for a point that cannot run so."""
     flavour = stack.kind
+    inputs = P.launch_inputs(point, benchmark)
     if flavour.simulated:
-        return _simulated(point, benchmark, stack, machine)
+        return simulation.build(point, benchmark, stack, machine, inputs)
     if allocation is None:
         request = _local_request(point, stack, cores or available_cores())
     else:
         request = _step_request(point, stack, allocation)
     mapping = request.mapping
-    options, variables = P.benchmark_params(point, benchmark), P.point_env(point, benchmark)
 
     facts = machine.launch_facts(flavour.name, mapping) if machine else LaunchFacts()
     if allocation is not None and stack.stack.allocation_launcher == "own":
@@ -103,17 +66,18 @@ def build(point: Point, benchmark: Benchmark, stack: ResolvedStack,
     except CpuMapError as exc:
         raise LaunchError(f"point {point.id}: mapping.{mapping}.cpu_map: {exc}") from None
 
-    argv = benchmark.argv(options)
+    argv = benchmark.argv(inputs.options)
     argv[0] = stack.find(argv[0])
-    own_files = _benchmark_files(benchmark, options)
+    stack_env = stack.env_delta()
+    own_files = benchmark_files(benchmark, inputs.options)
     env: Dict[str, str] = {}
     # A step gets the network's variables, and its launcher's unless a conduit's spawner runs it.
     if allocation is not None:
         env.update(facts.network_env)
         if stack.stack.conduit not in flavour.node_local_conduits:
             env.update({k: str(v) for k, v in (facts.launcher.get("env") or {}).items()})
-    env.update(stack.env_delta())
-    env.update(variables)
+    env.update(stack_env)
+    env.update(inputs.env)
     try:
         ucc_tune.check_env(env)  # UCC reads it whichever MPI loads UCC
         env, files = flavour.launch_files(env, request.ranks)
@@ -125,59 +89,6 @@ def build(point: Point, benchmark: Benchmark, stack: ResolvedStack,
     return LaunchSpec(point, stack, flavour, facts, request, placement, env,
                       tuple(files) + own_files, argv, expected, cpus, launcher_cpus, span,
                       allocation)
-
-
-def _benchmark_files(benchmark: Benchmark, options: Dict[str, Any]) -> Tuple[RunFile, ...]:
-    """The files the benchmark's own options write into the run's folder (IMB's -msglen)."""
-    return tuple(RunFile(name, text, variable, f"{name}: written for the benchmark's arguments")
-                 for name, text, variable in benchmark.files(options))
-
-
-def _simulated(point: Point, benchmark: Benchmark, stack: ResolvedStack,
-               machine: Optional[Machine]) -> LaunchSpec:
-    """A simulator's launch: on this node, whatever the allocation, of the machine the facts
-    describe (its nodes, ranks per node and mapping are the simulated machine's)."""
-    flavour = stack.kind
-    where = f"point {point.id}: stack {stack.name!r}"
-    if machine is None:
-        raise LaunchError(f"{where} is {flavour.label}, which simulates a machine: it needs that "
-                          "machine's facts (site-configs/<machine>/machine.yaml with simulation:)")
-    if stack.stack.launcher_args:
-        raise LaunchError(f"{where}: launcher_args {' '.join(stack.stack.launcher_args)} cannot "
-                          f"run inside a simulation; drop them from the {flavour.label} stack")
-    mapping = point.get("mapping")
-    ranks = int(point.get("ranks_per_node", 2))
-    wanted = point.get("oversubscribe", "auto")
-    over = ranks > machine.cores_per_node
-    if over and wanted is False:
-        raise LaunchError(f"{where}: {ranks} ranks per node on the simulated node's "
-                          f"{machine.cores_per_node} cores needs oversubscription, but "
-                          "oversubscribe is false")
-    request = Request(ranks, int(point.get("nodes", 1)), mapping, over)
-    cpus = None
-    if mapping:
-        try:
-            cpu_map = machine.cpu_map(mapping)
-            cpus = cpu_map.cpus(request.ranks_per_node) if cpu_map else None
-        except CpuMapError as exc:
-            raise LaunchError(f"{where}: mapping.{mapping}.cpu_map: {exc}") from None
-    env = stack.env_delta()
-    env.update(P.point_env(point, benchmark))
-    options = P.benchmark_params(point, benchmark)
-    argv = benchmark.argv(options)
-    argv[0] = stack.find(argv[0])
-    try:
-        launch, files, simulation = flavour.simulate(
-            stack.launcher, request, env, P.flavour_options(point, benchmark), machine.facts, cpus,
-            stack.stack.noise)
-    except FlavourError as exc:
-        raise LaunchError(f"{where}: {exc}") from None
-    expected = Expected(mapping, request.ranks_per_node, request.nodes,
-                        reports=(flavour.binding_report,) if flavour.binding_report else (),
-                        node_order="block", hosts=simulation.hosts)
-    return LaunchSpec(point, stack, flavour, LaunchFacts(), request, Placement(), launch.env,
-                      tuple(files) + _benchmark_files(benchmark, options), argv, expected,
-                      simulated=(launch, simulation))
 
 
 def available_cores() -> int:

@@ -128,3 +128,18 @@ def flavour_options(point: Point, benchmark: Benchmark) -> Dict[str, str]:
 def benchmark_params(point: Point, benchmark: Benchmark) -> Dict[str, object]:
     """The point's benchmark options, and the executable when it names one."""
     return {k: v for k, v in point.params if k in benchmark.options or k == "executable"}
+
+
+@dataclass(frozen=True)
+class LaunchInputs:
+    """What a launch reads of a point: the benchmark's options, the variables its env and mca
+    parameters set, the flavour's own settings."""
+
+    options: Dict[str, object]
+    env: Dict[str, str]
+    flavour_options: Dict[str, str]
+
+
+def launch_inputs(point: Point, benchmark: Benchmark) -> LaunchInputs:
+    return LaunchInputs(benchmark_params(point, benchmark), point_env(point, benchmark),
+                        flavour_options(point, benchmark))
