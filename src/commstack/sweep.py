@@ -30,6 +30,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import commstack
 from commstack import adaptive, preflight, provenance, run_order
+from commstack.adaptive import needs_repeat
 from commstack.benchmarks import registry
 from commstack.benchmarks.base import ParseError
 from commstack.errors import CampaignError
@@ -232,42 +233,6 @@ def _done_by_log(campaign: Campaign) -> Set[str]:
     reading their records, so what it costs is what it runs (``Campaign.claim`` decides for
     every other pair). Done is final: a pair done now is done when its turn comes."""
     return campaign.logged().done
-
-
-def stop_before(campaign: Campaign, point: Point, matrix: Matrix, repeat: int) -> Optional[str]:
-    """Adaptive repeats: why ``point`` takes no repeat ``repeat`` (None: it takes it), judged on
-    its records of the repeats before it, so a resumed sweep decides as the first one did."""
-    assert matrix.adaptive is not None
-    earlier = [r for a in campaign.attempts(point.id) if a.repeat < repeat
-               for r in [a.record()] if r is not None]
-    return adaptive.stop_reason(earlier, matrix.benchmark.name, matrix.adaptive, repeat - 1)
-
-
-def needs_repeat(campaign: Campaign, point: Point, matrix: Matrix, repeat: int) -> bool:
-    return stop_before(campaign, point, matrix, repeat) is None
-
-
-def adaptive_states(campaign: Campaign, point: Point, matrix: Matrix,
-                    state: Callable[[str, int], str]) -> Tuple[List[str], Optional[str]]:
-    """Adaptive repeats: the states (``state(point id, repeat)``) of the repeats a point has
-    taken or takes next, and why it stopped (None while it still takes repeats): its ``min``
-    repeats, then each later one run or started, then one pending when the point needs
-    another (decided once the repeats before it are over)."""
-    rule = matrix.adaptive
-    assert rule is not None
-    states = [state(point.id, r) for r in range(1, rule.min + 1)]
-    for repeat in range(rule.min + 1, rule.max + 2):
-        seen = state(point.id, repeat) if repeat <= rule.max else store.PENDING
-        if seen != store.PENDING:
-            states.append(seen)
-            continue
-        if store.PENDING in states or store.RUNNING in states:
-            return states, None  # the rounds before are not over: the next one is not decided
-        why = stop_before(campaign, point, matrix, repeat)
-        if why is None:
-            states.append(store.PENDING)
-        return states, why
-    return states, None
 
 
 def check_repeat(matrix: Matrix, repeat: Optional[int]) -> None:
