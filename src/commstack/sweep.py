@@ -16,9 +16,6 @@ resumed sweep takes the same decisions.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import functools
-import json
 import signal
 import sys
 import threading
@@ -31,25 +28,23 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 import commstack
 from commstack import adaptive, preflight, provenance, run_order
 from commstack.adaptive import needs_repeat
+from commstack.attempt_run import run_attempt
 from commstack.benchmarks import registry
-from commstack.benchmarks.base import ParseError
 from commstack.errors import CampaignError
-from commstack.flavours import ompi_coll_evidence
+from commstack.evidence_run import evidence_run, evidence_summary
 from commstack.launch import runner
 from commstack.launch.allocation import Allocation
-from commstack.launch.command import LaunchCommand
-from commstack.launch.slurm import allocation_lost, step_provenance
-from commstack.launch.stack import ResolvedStack
-from commstack.matrix.model import Matrix, Point, deviation_notes
-from commstack.placement.check import CONTRADICTS, MISMATCH_STATUS, record_placement
+from commstack.matrix.model import Matrix, Point
+from commstack.placement.check import MISMATCH_STATUS
 from commstack.plan import Plan, PreparedPoint, prepare  # noqa: F401 (commstack.sweep.prepare, as before)
 from commstack.progress import Progress
 from commstack.run_order import rotated  # noqa: F401 (commstack.sweep.rotated, as before)
+from commstack.run_record import Session, topology_note
 from commstack.store import campaign as store
 from commstack.store import state_log, table, tidy_index
 from commstack.store.campaign import Campaign
 from commstack.store.files import write_new, write_new_json
-from commstack.store.record import Placement, Record, SlurmStep, StackInfo, UcxReport
+from commstack.store.record import Record
 
 REPO_ROOT = Path(commstack.__file__).resolve().parents[2]
 
@@ -101,10 +96,13 @@ def run_sweep(
                      "matrix": str(matrix.path), "commstack_version": commstack.__version__})
     for point, why in plan.skipped:
         log(f"skip point {point.id}: {why}")
-    session = _start_session(campaign, plan)
-    parse = registry.parser_for(matrix.benchmark.name)
-    known_ucx = {s.name: provenance.known_ucx_variables(s)
-                 for s in {p.stack.name: p.stack for p in plan.points}.values()}
+    folder = _start_session(campaign, plan)
+    stacks = {p.stack.name: p.stack for p in plan.points}.values()
+    session = Session(
+        campaign=campaign, folder=folder, topology=topology_note(folder), matrix=matrix,
+        parse=registry.parser_for(matrix.benchmark.name),
+        known_ucx={s.name: provenance.known_ucx_variables(s) for s in stacks},
+        preflight_unchecked=checked.unchecked, allocation=plan.allocation)
 
     result = SweepResult(campaign=campaign)
     old_handlers = {sig: signal.signal(sig, _raise_interrupted)
@@ -155,12 +153,10 @@ def run_sweep(
         if prepared.evidence is not None:
             with evidence_lock:
                 if pid not in evidence:
-                    evidence[pid] = _evidence_run(campaign, session, prepared, timeout)
-                    log(f"    evidence run {pid}: {_evidence_summary(evidence[pid])}")
+                    evidence[pid] = evidence_run(campaign, folder, prepared, timeout)
+                    log(f"    evidence run {pid}: {evidence_summary(evidence[pid])}")
                 used = evidence[pid]
-        record = _run_one(campaign, session, prepared, attempt, matrix, parse,
-                          known_ucx[prepared.stack.name], timeout, plan.allocation,
-                          checked.unchecked.get(pid, {}), used, order)
+        record = run_attempt(session, prepared, attempt, timeout, used, order)
         result.ran += 1
         status = record.status
         done = progress.ran(status == "ok", record.duration_s or 0.0)
@@ -279,18 +275,6 @@ def _time_budget(campaign: Campaign, point: Point, matrix: Matrix,
     return min(matrix.timeout, remaining - SLACK_S)
 
 
-def _slurm_provenance(allocation: Allocation, command: LaunchCommand, stderr: str) -> SlurmStep:
-    step = step_provenance(stderr)
-    return SlurmStep(job_id=step["job_id"] or allocation.job_id, step_id=step["step_id"],
-                     nodes=step["nodes"], allocation_nodes=allocation.nodes,
-                     tasks_per_node=command.ranks // max(1, int(_arg(command.argv, "-N") or 1)),
-                     partition=allocation.partition)
-
-
-def _arg(argv: List[str], flag: str) -> Optional[str]:
-    return argv[argv.index(flag) + 1] if flag in argv else None
-
-
 def _failure_hint(record: Record, attempt_path: Path, root: Path) -> str:
     """One line saying why a run failed: its error or its placement's verdict, else the last
     line it wrote to stderr."""
@@ -330,178 +314,3 @@ def _start_session(campaign: Campaign, plan: Plan) -> Path:
         for name, text in provenance.mpi_info(stack).items():
             write_new(session / f"{stack.name}.{name}", text.encode())
     return session
-
-
-def _version_texts(session: Path, stack: "ResolvedStack") -> Dict[str, str]:
-    """What the stack's version tools printed at the session's start (sessions/<id>/<stack>.<file>),
-    by file name; the first 4 kB of each."""
-    texts = {}
-    for tool in stack.kind.version_tools:
-        try:
-            with open(session / f"{stack.name}.{tool.file}", errors="replace") as f:
-                texts[tool.file] = f.read(4096)
-        except OSError:
-            continue
-    return texts
-
-
-@functools.lru_cache(maxsize=None)
-def _topology_note(session: Path) -> str:
-    """Where this run's node topology is, or why there is none (sessions/<id>/provenance.json)."""
-    if (session / "topology.xml").is_file():
-        return f"sessions/{session.name}/topology.xml"
-    try:
-        note = json.loads((session / "provenance.json").read_text()).get("topology")
-    except (OSError, ValueError):
-        note = None
-    return note or "not captured"
-
-
-def _components_used(prepared: PreparedPoint, command: LaunchCommand, stderr: str
-                     ) -> Optional[Dict[str, object]]:
-    """The flavour's reading of which component served the benchmark's collectives (IMB's
-    ``benchmarks`` list names them)."""
-    listed = prepared.point.get("benchmarks")
-    names = str(listed).replace(",", " ").split() if listed else None
-    return prepared.stack.kind.components_used(command.full_env(), stderr, names)
-
-
-def _evidence_run(campaign: Campaign, session: Path, prepared: PreparedPoint,
-                  timeout: float) -> Optional[Dict[str, object]]:
-    """Run the point once more with the variables that make the MPI name the collective
-    components it used, under points/<id>/evidence/<session>/, and read them. Its timings are not
-    a result (the evidence costs time in every call); the timed records cite it as their source."""
-    assert prepared.evidence is not None
-    folder = campaign.point_dir(prepared.point.id) / "evidence" / session.name
-    folder.mkdir(parents=True, exist_ok=True)
-    flavour = prepared.stack.kind
-    command = prepared.evidence.placed(folder)
-    command = dataclasses.replace(command, argv=flavour.evidence_argv(command.argv, folder))
-    stdout, stderr = folder / "stdout.txt", folder / "stderr.txt"
-    outcome = runner.run(command, stdout, stderr, timeout, cwd=folder)
-    text = flavour.evidence_stderr(folder, stderr.read_text(errors="replace"))
-    used = _components_used(prepared, command, text)
-    if used is not None:
-        where = f"points/{prepared.point.id}/evidence/{session.name}"
-        added = " ".join(f"{k}={v}" for k, v in sorted(prepared.evidence.env.items())
-                         if prepared.command.env.get(k) != v)
-        used["source"] = (f"evidence run {where} (this point's command plus {added}; "
-                          f"{outcome.status}, exit {outcome.exit_code}): {used['source']}")
-        if outcome.status != "ok":
-            used["not_used"] = []
-            used["not_reported"] = f"the evidence run ended {outcome.status}: see {where}"
-    write_new_json(folder / "evidence.json", {"command": command.shell(),
-                                              "status": outcome.status,
-                                              "exit_code": outcome.exit_code,
-                                              "components_used": used})
-    return used
-
-
-def _evidence_summary(used: Optional[Dict[str, object]]) -> str:
-    if not used:
-        return "no evidence"
-    collectives = used.get("collectives") or {}
-    return ", ".join(f"{c}: {'/'.join(v)}" for c, v in collectives.items()) or "no collective named"
-
-
-def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt: store.Attempt,
-             matrix: Matrix, parse: Callable, known_ucx: Optional[set],
-             timeout: Optional[float] = None, allocation: Optional[Allocation] = None,
-             preflight_unchecked: Optional[Dict[str, str]] = None,
-             evidence: Optional[Dict[str, object]] = None,
-             order: Optional[Dict[str, object]] = None) -> Record:
-    """Run one claimed attempt, parse it and write its record; the attempt is released after."""
-    point = prepared.point
-    repeat = attempt.repeat
-    try:
-        command = prepared.command.placed(attempt.path)
-        stdout, stderr = attempt.path / "stdout.txt", attempt.path / "stderr.txt"
-        outcome = runner.run(command, stdout, stderr, timeout or matrix.timeout, cwd=attempt.path)
-        # The run is over: an interrupt now waits until its record is written.
-        with runner.signals_held():
-            text = stdout.read_text(errors="replace")
-            status, parsed, notes, error, built = outcome.status, None, [], None, None
-            if status == "ok":
-                try:
-                    output = parse(text)
-                    parsed, notes, built = output.rows, list(output.notes), output.build_config
-                    fatal = matrix.benchmark.fatal(output)
-                    if fatal:
-                        status, error = "parse-error", "; ".join(fatal)
-                except ParseError as exc:
-                    status, error = "parse-error", str(exc)
-            err_text = stderr.read_text(errors="replace")
-            if status == "crash" and allocation is not None and allocation_lost(
-                    err_text, allocation.job_id):
-                # Not the point's failure: the allocation ended (scancel, time limit). Rerun it.
-                status = "interrupted"
-                notes.append("the Slurm allocation ended under this run")
-            both = text + "\n" + err_text
-            placement = record_placement(command.expected, both, session / "topology.xml")
-            if status == "ok" and placement and placement["verdict"] == CONTRADICTS:
-                # The numbers are real, but not of the placement the point names.
-                status = MISMATCH_STATUS
-                notes.append(f"placement {placement['summary']}")
-            used = evidence if prepared.evidence is not None else _components_used(
-                prepared, command, err_text)
-            unused = ompi_coll_evidence.not_used_note(used)
-            if unused:
-                notes.append(unused)  # the numbers are real: status stays, the report flags it
-            notes += deviation_notes(matrix, prepared.stack.name) + command.notes()
-            simulation = None
-            if command.simulation is not None:  # a simulator's run: never a measurement
-                simulation = command.simulation.as_record(_version_texts(session, prepared.stack))
-                notes += command.simulation.unconfirmed(err_text)
-            record = Record(
-                campaign=campaign.name,
-                machine=campaign.machine,
-                benchmark=matrix.benchmark.name,
-                point_id=point.id,
-                repeat=repeat,
-                attempt=attempt.number,
-                params=point.as_dict(),
-                stack=prepared.stack.name,
-                stack_info=StackInfo(prepared.stack.flavour, prepared.stack.stack.root,
-                                     prepared.stack.launcher),
-                argv=command.argv,
-                env=provenance.scrub_env(command.env),
-                env_prepends=command.prepends,
-                command=provenance.scrubbed_shell(command),
-                ranks=command.ranks,
-                nodes=point.get("nodes", 1),
-                oversubscribed=command.oversubscribed,
-                placement=Placement(**placement) if placement else None,
-                status=status,
-                exit_code=outcome.exit_code,
-                timeout_s=timeout or matrix.timeout,
-                start=outcome.start,
-                end=outcome.end,
-                duration_s=outcome.duration_s,
-                parsed=parsed or [],
-                parse_error=error,
-                notes=notes,
-                build_config=built,
-                preflight_unchecked=dict(preflight_unchecked or {}),
-                ucx=UcxReport(**provenance.ucx_report(
-                    command.full_env(), both, known_ucx, prepared.stack.flavour,
-                    prepared.stack.stack.conduit)),
-                session=session.name,
-                topology=_topology_note(session),
-                slurm=_slurm_provenance(allocation, command, err_text) if allocation else None,
-                components_used=used,
-                stdout="stdout.txt",
-                stderr="stderr.txt",
-                order={k: v for k, v in order.items() if v is not None} if order else None,
-                simulation=simulation,
-            )
-            if matrix.adaptive is not None and status != "interrupted":
-                earlier = [r for a in campaign.attempts(point.id) if a.repeat < repeat
-                           for r in [a.record()] if r is not None]
-                record.repeats_stopped = adaptive.stop_reason(
-                    earlier + [record], matrix.benchmark.name, matrix.adaptive, repeat)
-            write_new(attempt.record_path, record.dumps(attempt.path))
-            state_log.record_written(campaign.root, record)
-            tidy_index.append(campaign.root, record)  # before the attempt is released
-            return record
-    finally:
-        attempt.release()
