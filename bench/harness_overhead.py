@@ -23,10 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from commstack import provenance, sweep
+from commstack import provenance
+from commstack.attempt_run import run_attempt
 from commstack.benchmarks import registry
 from commstack.matrix.load import load_matrix
 from commstack.plan import prepare
+from commstack.run_record import Session, topology_note
 from commstack.store.campaign import Campaign
 
 MATRIX = """
@@ -60,7 +62,9 @@ def main() -> int:
     known = provenance.known_ucx_variables(prepared.stack)
     campaign = Campaign(tmp / "results" / "local" / "overhead")
     campaign.ensure({"bench": "harness_overhead"})
-    session = campaign.new_session()
+    folder = campaign.new_session()
+    session = Session(campaign, folder, topology_note(folder), plan.matrix, parse,
+                      {prepared.stack.name: known}, {})
 
     def bare(i: int) -> float:
         d = tmp / f"bare{i}"
@@ -75,9 +79,9 @@ def main() -> int:
         t0 = time.perf_counter()
         campaign.save_point(prepared.point)
         _, attempt = campaign.claim(prepared.point.id, i + 1)
-        record = sweep._run_one(campaign, session, prepared, attempt, plan.matrix, parse, known)
+        record = run_attempt(session, prepared, attempt)
         elapsed = time.perf_counter() - t0
-        assert record["status"] == "ok", record["status"]
+        assert record.status == "ok", record.status
         return elapsed
 
     def whole_command(i: int) -> float:

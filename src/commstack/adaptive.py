@@ -10,18 +10,20 @@ number of measurements by the interval's width).
 
 The decision reads only the point's records (the successful ones give the samples) and is pure
 Python: it runs on a compute node. The record of the repeat after which a point stops says why
-(``repeats_stopped``).
+(``repeats_stopped``). A round is decided from the records of the repeats before it, so a resumed
+sweep, ``status`` and ``submit`` take the decisions the first sweep took.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from commstack import stats
 from commstack.benchmarks import registry
-from commstack.matrix.model import Adaptive
+from commstack.matrix.model import Adaptive, Matrix, Point
+from commstack.store.campaign import PENDING, RUNNING, Campaign
 from commstack.store.record import Record
 
 
@@ -80,6 +82,54 @@ def stop_reason(records: Iterable[Record], benchmark: str, rule: Adaptive, last_
     if last_repeat >= rule.max:
         return f"max reached: {worst.text()} after {worst.samples} successful repeats"
     return None
+
+
+def stop_before(campaign: Campaign, point: Point, matrix: Matrix, repeat: int) -> Optional[str]:
+    """Why ``point`` takes no repeat ``repeat`` (None: it takes it), judged on its records of the
+    repeats before it."""
+    assert matrix.adaptive is not None
+    return stop_reason(_records_before(campaign, point.id, repeat), matrix.benchmark.name,
+                       matrix.adaptive, repeat - 1)
+
+
+def needs_repeat(campaign: Campaign, point: Point, matrix: Matrix, repeat: int) -> bool:
+    return stop_before(campaign, point, matrix, repeat) is None
+
+
+def stopped_after(campaign: Campaign, record: Record, matrix: Matrix) -> Optional[str]:
+    """Why the point of ``record`` takes no repeat after it (None: it takes the next one), judged
+    on its records of the repeats before and ``record`` itself (not written yet)."""
+    assert matrix.adaptive is not None
+    earlier = _records_before(campaign, record.point_id, record.repeat)
+    return stop_reason(earlier + [record], matrix.benchmark.name, matrix.adaptive, record.repeat)
+
+
+def adaptive_states(campaign: Campaign, point: Point, matrix: Matrix,
+                    state: Callable[[str, int], str]) -> Tuple[List[str], Optional[str]]:
+    """The states (``state(point id, repeat)``) of the repeats a point has taken or takes next,
+    and why it stopped (None while it still takes repeats): its ``min`` repeats, then each later
+    one run or started, then one pending when the point needs another (decided once the repeats
+    before it are over)."""
+    rule = matrix.adaptive
+    assert rule is not None
+    states = [state(point.id, r) for r in range(1, rule.min + 1)]
+    for repeat in range(rule.min + 1, rule.max + 2):
+        seen = state(point.id, repeat) if repeat <= rule.max else PENDING
+        if seen != PENDING:
+            states.append(seen)
+            continue
+        if PENDING in states or RUNNING in states:
+            return states, None  # the rounds before are not over: the next one is not decided
+        why = stop_before(campaign, point, matrix, repeat)
+        if why is None:
+            states.append(PENDING)
+        return states, why
+    return states, None
+
+
+def _records_before(campaign: Campaign, point_id: str, repeat: int) -> List[Record]:
+    return [r for a in campaign.attempts(point_id) if a.repeat < repeat
+            for r in [a.record()] if r is not None]
 
 
 def within(rule: Adaptive) -> str:

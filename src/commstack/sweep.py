@@ -16,9 +16,6 @@ resumed sweep takes the same decisions.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import functools
-import json
 import signal
 import sys
 import threading
@@ -30,25 +27,24 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import commstack
 from commstack import adaptive, preflight, provenance, run_order
+from commstack.adaptive import needs_repeat
+from commstack.attempt_run import run_attempt
 from commstack.benchmarks import registry
-from commstack.benchmarks.base import ParseError
 from commstack.errors import CampaignError
-from commstack.flavours import ompi_coll_evidence
+from commstack.evidence_run import evidence_run, evidence_summary
 from commstack.launch import runner
 from commstack.launch.allocation import Allocation
-from commstack.launch.command import LaunchCommand
-from commstack.launch.slurm import allocation_lost, step_provenance
-from commstack.launch.stack import ResolvedStack
-from commstack.matrix.model import Matrix, Point, deviation_notes
-from commstack.placement.check import CONTRADICTS, MISMATCH_STATUS, record_placement
+from commstack.matrix.model import Matrix, Point
+from commstack.placement.check import MISMATCH_STATUS
 from commstack.plan import Plan, PreparedPoint, prepare  # noqa: F401 (commstack.sweep.prepare, as before)
 from commstack.progress import Progress
 from commstack.run_order import rotated  # noqa: F401 (commstack.sweep.rotated, as before)
+from commstack.run_record import Session, topology_note
 from commstack.store import campaign as store
 from commstack.store import state_log, table, tidy_index
 from commstack.store.campaign import Campaign
 from commstack.store.files import write_new, write_new_json
-from commstack.store.record import Placement, Record, SlurmStep, StackInfo, UcxReport
+from commstack.store.record import Record
 
 REPO_ROOT = Path(commstack.__file__).resolve().parents[2]
 
@@ -88,87 +84,194 @@ def run_sweep(
     allow_unlisted: Sequence[str] = (),
     only_repeat: Optional[int] = None,
 ) -> SweepResult:
-    matrix = plan.matrix
-    check_repeat(matrix, only_repeat)
-    # Before anything is created or launched: exit 2 on what a stack cannot do.
-    checked = preflight.check_plan(plan, allow_unlisted)
-    for line in checked.warnings + checked.notes:
-        log(f"pre-flight: {line}")
-    campaign = Campaign(campaign_root)
-    campaign.ensure({"campaign": campaign.name, "machine": campaign.machine,
-                     "benchmark": matrix.benchmark.name, "created": time.time(),
-                     "matrix": str(matrix.path), "commstack_version": commstack.__version__})
-    for point, why in plan.skipped:
-        log(f"skip point {point.id}: {why}")
-    session = _start_session(campaign, plan)
-    parse = registry.parser_for(matrix.benchmark.name)
-    known_ucx = {s.name: provenance.known_ucx_variables(s)
-                 for s in {p.stack.name: p.stack for p in plan.points}.values()}
+    return Sweep(plan, campaign_root, retry_failed, log, parallel, allow_unlisted,
+                 only_repeat).run()
 
-    result = SweepResult(campaign=campaign)
-    old_handlers = {sig: signal.signal(sig, _raise_interrupted)
-                    for sig in (signal.SIGINT, signal.SIGTERM)}
-    seed = run_order.seed_of(matrix, campaign.name)
-    log(f"order: {run_order.describe(seed, matrix)}")
-    kind = "fixed" if seed is None else "shuffled"
 
-    def in_order(repeat: int, points: Sequence[PreparedPoint]) -> List[Tuple]:
+# Sessions of more (point, repeat) pairs than this skip done pairs by the status log.
+CLAIMS_BEFORE_LOG = 500
+
+# One (point, repeat) to run: the repeat, the point, where it stands in its repeat's order.
+Turn = Tuple[int, PreparedPoint, Dict[str, object]]
+
+
+class Sweep:
+    """One session of a sweep, its steps in the order a run takes them: check the plan, open the
+    campaign and the session, order the work, run each (point, repeat) that is not done (claim,
+    evidence run, launch to record: commstack.attempt_run), then the adaptive rounds, then end
+    the session. SIGINT and SIGTERM stop it: the runs in flight end as interrupted."""
+
+    campaign: Campaign
+    session: Session
+    progress: Progress
+    seed: Optional[int]
+    done_before: Set[str]  # the (point, repeat) pairs done before this session, when read
+
+    def __init__(self, plan: Plan, campaign_root: Path, retry_failed: bool,
+                 log: Callable[[str], None], parallel: int, allow_unlisted: Sequence[str],
+                 only_repeat: Optional[int]) -> None:
+        self.plan, self.matrix = plan, plan.matrix
+        self.campaign_root = campaign_root
+        self.retry_failed = retry_failed
+        self.log = log
+        self.parallel = parallel
+        self.allow_unlisted = allow_unlisted
+        self.only_repeat = only_repeat
+        self.result = SweepResult()
+        self.evidence: Dict[str, Optional[Dict[str, object]]] = {}  # point id -> its reading
+        self.evidence_lock = threading.Lock()
+
+    def run(self) -> SweepResult:
+        check_repeat(self.matrix, self.only_repeat)
+        checked = self._preflight()
+        self._open_campaign()
+        self._open_session(checked)
+        old_handlers = {sig: signal.signal(sig, _raise_interrupted)
+                        for sig in (signal.SIGINT, signal.SIGTERM)}
+        work = self._first_repeats()
+        runner.STOP.clear()
+        try:
+            self._run_first_repeats(work)
+            self._run_adaptive_rounds()
+        except (KeyboardInterrupt, runner.Interrupted):
+            runner.stop_all()
+            self.result.interrupted = True
+        finally:
+            for sig, handler in old_handlers.items():
+                signal.signal(sig, handler)
+            self.result.interrupted = self.result.interrupted or runner.STOP.is_set()
+            self._end_session()
+        return self.result
+
+    def _preflight(self) -> preflight.Verdict:
+        """Before anything is created or launched: exit 2 on what a stack cannot do."""
+        checked = preflight.check_plan(self.plan, self.allow_unlisted)
+        for line in checked.warnings + checked.notes:
+            self.log(f"pre-flight: {line}")
+        return checked
+
+    def _open_campaign(self) -> None:
+        campaign = self.campaign = self.result.campaign = Campaign(self.campaign_root)
+        campaign.ensure({"campaign": campaign.name, "machine": campaign.machine,
+                         "benchmark": self.matrix.benchmark.name, "created": time.time(),
+                         "matrix": str(self.matrix.path),
+                         "commstack_version": commstack.__version__})
+        for point, why in self.plan.skipped:
+            self.log(f"skip point {point.id}: {why}")
+
+    def _open_session(self, checked: preflight.Verdict) -> None:
+        """The session's folder and provenance, and what its runs share."""
+        plan = self.plan
+        folder = _start_session(self.campaign, plan)
+        stacks = {p.stack.name: p.stack for p in plan.points}.values()
+        self.session = Session(
+            campaign=self.campaign, folder=folder, topology=topology_note(folder),
+            matrix=self.matrix, parse=registry.parser_for(self.matrix.benchmark.name),
+            known_ucx={s.name: provenance.known_ucx_variables(s) for s in stacks},
+            preflight_unchecked=checked.unchecked, allocation=plan.allocation)
+
+    def _first_repeats(self) -> List[Turn]:
+        """Every point's first repeats (or the one repeat this run is given), in run order; the
+        progress counts them; a session of many reads once which of them are done."""
+        self.seed = run_order.seed_of(self.matrix, self.campaign.name)
+        self.log(f"order: {run_order.describe(self.seed, self.matrix)}")
+        work = [turn for repeat in self._repeats() for turn in self._in_order(repeat, self.plan.points)]
+        self.progress = Progress(len(work), max(1, self.parallel))
+        # A session of few runs claims each (cheap per run); one of many reads the status log
+        # once and skips what is done: either way what it costs follows what it runs.
+        self.done_before = self._done_by_log() if len(work) > CLAIMS_BEFORE_LOG else set()
+        return work
+
+    def _repeats(self) -> Sequence[int]:
+        if self.only_repeat is not None:
+            return [self.only_repeat]
+        return range(1, self.matrix.first_repeats + 1)
+
+    def _in_order(self, repeat: int, points: Sequence[PreparedPoint]) -> List[Turn]:
         """(repeat, point, its order) for the points of one repeat, in their run order."""
-        listed = run_order.ordered(points, repeat, seed, rotate=only_repeat is not None,
+        listed = run_order.ordered(points, repeat, self.seed, rotate=self.only_repeat is not None,
                                    point_of=lambda p: p.point)
-        return [(repeat, prepared, {"kind": kind, "seed": seed, "position": i})
+        kind = "fixed" if self.seed is None else "shuffled"
+        return [(repeat, prepared, {"kind": kind, "seed": self.seed, "position": i})
                 for i, prepared in enumerate(listed, 1)]
 
-    repeats = [only_repeat] if only_repeat is not None else range(1, matrix.first_repeats + 1)
-    work = [item for repeat in repeats for item in in_order(repeat, plan.points)]
-    progress = Progress(len(work), max(1, parallel))
-    # A session of few runs claims each (cheap per run); one of many reads the status log once
-    # and skips what is done: either way what it costs follows what it runs.
-    done_before = _done_by_log(campaign) if len(work) > CLAIMS_BEFORE_LOG else set()
-    evidence: Dict[str, Optional[Dict[str, object]]] = {}  # point id -> its evidence run's reading
-    evidence_lock = threading.Lock()
+    def _done_by_log(self) -> Set[str]:
+        """The (point, repeat) pairs the status log says are done (the log rebuilt first when it
+        is missing or stale): a session resuming a large campaign skips them without claiming
+        them or reading their records, so what it costs is what it runs (``Campaign.claim``
+        decides for every other pair). Done is final: a pair done now is done when its turn
+        comes."""
+        return self.campaign.logged().done
 
-    def one(repeat: int, prepared: PreparedPoint, order: Dict[str, object]) -> None:
-        """Claim and run one (point, repeat) if it needs running; account for it in result."""
-        pid = prepared.point.id
-        if state_log.pair(pid, repeat) in done_before:  # done is final: no claim, no read
-            result.skipped_done += 1
-            progress.skipped()
+    def _run_first_repeats(self, work: List[Turn]) -> None:
+        if self.matrix.adaptive is None or self.parallel <= 1:
+            self._execute(work)
             return
+        # Side by side, one repeat at a time: a record's stop decision sees the ones before.
+        for repeat in self._repeats():
+            if not (self.result.interrupted or runner.STOP.is_set()):
+                self._execute([turn for turn in work if turn[0] == repeat])
+
+    def _execute(self, work: List[Turn]) -> None:
+        if self.parallel > 1:
+            _run_side_by_side(self._run_turn, work, self.parallel)
+            return
+        for turn in work:
+            self._run_turn(*turn)
+            if self.result.interrupted:
+                break
+
+    def _run_turn(self, repeat: int, prepared: PreparedPoint, order: Dict[str, object]) -> None:
+        """Claim and run one (point, repeat) if it needs running; account for it in the result."""
+        pid, result = prepared.point.id, self.result
+        if state_log.pair(pid, repeat) in self.done_before:  # done is final: no claim, no read
+            result.skipped_done += 1
+            self.progress.skipped()
+            return
+        campaign = self.campaign
         campaign.save_point(prepared.point)
-        timeout = _time_budget(campaign, prepared.point, matrix, plan.allocation)
+        timeout = _time_budget(campaign, prepared.point, self.matrix, self.plan.allocation)
         if timeout is None:
             if campaign.state(pid, repeat) not in (store.DONE, store.FAILED):
                 result.deferred += 1
-            progress.skipped()
+            self.progress.skipped()
             return
         if runner.STOP.is_set():
             return
-        state, attempt = campaign.claim(pid, repeat, retry_failed)
+        state, attempt = campaign.claim(pid, repeat, self.retry_failed)
         if attempt is None:
             result.skipped_done += state == store.DONE
             result.failed += state == store.FAILED
-            progress.skipped()
+            self.progress.skipped()
             return
-        used = None
-        if prepared.evidence is not None:
-            with evidence_lock:
-                if pid not in evidence:
-                    evidence[pid] = _evidence_run(campaign, session, prepared, timeout)
-                    log(f"    evidence run {pid}: {_evidence_summary(evidence[pid])}")
-                used = evidence[pid]
-        record = _run_one(campaign, session, prepared, attempt, matrix, parse,
-                          known_ucx[prepared.stack.name], timeout, plan.allocation,
-                          checked.unchecked.get(pid, {}), used, order)
+        used = self._evidence(prepared, timeout)
+        record = run_attempt(self.session, prepared, attempt, timeout, used, order)
+        self._account(record, prepared.point, attempt.path)
+
+    def _evidence(self, prepared: PreparedPoint, timeout: float) -> Optional[Dict[str, object]]:
+        """The point's evidence run's reading, run once per session (None: it takes none)."""
+        if prepared.evidence is None:
+            return None
+        pid = prepared.point.id
+        with self.evidence_lock:
+            if pid not in self.evidence:
+                self.evidence[pid] = evidence_run(self.campaign, self.session.folder, prepared,
+                                                  timeout)
+                self.log(f"    evidence run {pid}: {evidence_summary(self.evidence[pid])}")
+            return self.evidence[pid]
+
+    def _account(self, record: Record, point: Point, attempt_path: Path) -> None:
+        """Count a run in the result and the progress, and say how it ended."""
+        result = self.result
         result.ran += 1
         status = record.status
-        done = progress.ran(status == "ok", record.duration_s or 0.0)
-        log(f"[{done}] rep {repeat} {pid} {_label(prepared.point)}: {status}"
-            f" ({record.duration_s or 0:.1f}s)")
+        done = self.progress.ran(status == "ok", record.duration_s or 0.0)
+        self.log(f"[{done}] rep {record.repeat} {point.id} {_label(point)}: {status}"
+                 f" ({record.duration_s or 0:.1f}s)")
         if status not in ("ok", "interrupted"):
-            log(f"    {_failure_hint(record, attempt.path, campaign.root)}")
+            self.log(f"    {_failure_hint(record, attempt_path, self.campaign.root)}")
         if record.repeats_stopped:
-            log(f"    no more repeats of {pid}: {record.repeats_stopped}")
+            self.log(f"    no more repeats of {point.id}: {record.repeats_stopped}")
         if status == "interrupted":
             result.interrupted = True
         elif status == "ok":
@@ -176,98 +279,32 @@ def run_sweep(
         else:
             result.failed += 1
 
-    def execute(work: List[Tuple]) -> None:
-        if parallel <= 1:
-            for item in work:
-                one(*item)
-                if result.interrupted:
-                    break
-        else:
-            _run_side_by_side(one, work, parallel)
-
-    runner.STOP.clear()
-    try:
-        rule = matrix.adaptive
-        if rule is None or parallel <= 1:
-            execute(work)
-        else:  # side by side, one repeat at a time: a record's stop decision sees the ones before
-            for repeat in repeats:
-                if not (result.interrupted or runner.STOP.is_set()):
-                    execute([item for item in work if item[0] == repeat])
-        for repeat in range(rule.min + 1, rule.max + 1) if rule and only_repeat is None else ():
-            if result.interrupted or runner.STOP.is_set():
+    def _run_adaptive_rounds(self) -> None:
+        """Adaptive repeats: round after round, the points not yet precise take one repeat more."""
+        rule = self.matrix.adaptive
+        if rule is None or self.only_repeat is not None:
+            return
+        points = self.plan.points
+        for repeat in range(rule.min + 1, rule.max + 1):
+            if self.result.interrupted or runner.STOP.is_set():
                 break
-            todo = [p for p in plan.points if needs_repeat(campaign, p.point, matrix, repeat)]
+            todo = [p for p in points if needs_repeat(self.campaign, p.point, self.matrix, repeat)]
             if not todo:
                 break
-            log(f"round {repeat}: {len(todo)} of {len(plan.points)} points take repeat {repeat}"
-                f" (not within {adaptive.within(rule)} yet)")
-            progress.add(len(todo))
-            execute(in_order(repeat, todo))
-    except (KeyboardInterrupt, runner.Interrupted):
-        runner.stop_all()
-        result.interrupted = True
-    finally:
-        for sig, handler in old_handlers.items():
-            signal.signal(sig, handler)
-        result.interrupted = result.interrupted or runner.STOP.is_set()
+            self.log(f"round {repeat}: {len(todo)} of {len(points)} points take repeat {repeat}"
+                     f" (not within {adaptive.within(rule)} yet)")
+            self.progress.add(len(todo))
+            self._execute(self._in_order(repeat, todo))
+
+    def _end_session(self) -> None:
         # What the session's end costs is the session's own: its one-record index parts
         # merged, never the campaign read again (docs/measured.md). When the sweep is already
         # failing (a full disk), failing here must not hide that error.
         with contextlib.suppress(*((OSError,) if sys.exc_info()[0] else ())):
-            retired = table.retire(campaign.root)
+            retired = table.retire(self.campaign.root)
             if retired:
-                log(retired)
-            tidy_index.compact(campaign.root)
-    return result
-
-
-# Sessions of more (point, repeat) pairs than this skip done pairs by the status log.
-CLAIMS_BEFORE_LOG = 500
-
-
-def _done_by_log(campaign: Campaign) -> Set[str]:
-    """The (point, repeat) pairs the status log says are done (the log rebuilt first when it is
-    missing or stale): a session resuming a large campaign skips them without claiming them or
-    reading their records, so what it costs is what it runs (``Campaign.claim`` decides for
-    every other pair). Done is final: a pair done now is done when its turn comes."""
-    return campaign.logged().done
-
-
-def stop_before(campaign: Campaign, point: Point, matrix: Matrix, repeat: int) -> Optional[str]:
-    """Adaptive repeats: why ``point`` takes no repeat ``repeat`` (None: it takes it), judged on
-    its records of the repeats before it, so a resumed sweep decides as the first one did."""
-    assert matrix.adaptive is not None
-    earlier = [r for a in campaign.attempts(point.id) if a.repeat < repeat
-               for r in [a.record()] if r is not None]
-    return adaptive.stop_reason(earlier, matrix.benchmark.name, matrix.adaptive, repeat - 1)
-
-
-def needs_repeat(campaign: Campaign, point: Point, matrix: Matrix, repeat: int) -> bool:
-    return stop_before(campaign, point, matrix, repeat) is None
-
-
-def adaptive_states(campaign: Campaign, point: Point, matrix: Matrix,
-                    state: Callable[[str, int], str]) -> Tuple[List[str], Optional[str]]:
-    """Adaptive repeats: the states (``state(point id, repeat)``) of the repeats a point has
-    taken or takes next, and why it stopped (None while it still takes repeats): its ``min``
-    repeats, then each later one run or started, then one pending when the point needs
-    another (decided once the repeats before it are over)."""
-    rule = matrix.adaptive
-    assert rule is not None
-    states = [state(point.id, r) for r in range(1, rule.min + 1)]
-    for repeat in range(rule.min + 1, rule.max + 2):
-        seen = state(point.id, repeat) if repeat <= rule.max else store.PENDING
-        if seen != store.PENDING:
-            states.append(seen)
-            continue
-        if store.PENDING in states or store.RUNNING in states:
-            return states, None  # the rounds before are not over: the next one is not decided
-        why = stop_before(campaign, point, matrix, repeat)
-        if why is None:
-            states.append(store.PENDING)
-        return states, why
-    return states, None
+                self.log(retired)
+            tidy_index.compact(self.campaign.root)
 
 
 def check_repeat(matrix: Matrix, repeat: Optional[int]) -> None:
@@ -314,18 +351,6 @@ def _time_budget(campaign: Campaign, point: Point, matrix: Matrix,
     return min(matrix.timeout, remaining - SLACK_S)
 
 
-def _slurm_provenance(allocation: Allocation, command: LaunchCommand, stderr: str) -> SlurmStep:
-    step = step_provenance(stderr)
-    return SlurmStep(job_id=step["job_id"] or allocation.job_id, step_id=step["step_id"],
-                     nodes=step["nodes"], allocation_nodes=allocation.nodes,
-                     tasks_per_node=command.ranks // max(1, int(_arg(command.argv, "-N") or 1)),
-                     partition=allocation.partition)
-
-
-def _arg(argv: List[str], flag: str) -> Optional[str]:
-    return argv[argv.index(flag) + 1] if flag in argv else None
-
-
 def _failure_hint(record: Record, attempt_path: Path, root: Path) -> str:
     """One line saying why a run failed: its error or its placement's verdict, else the last
     line it wrote to stderr."""
@@ -365,178 +390,3 @@ def _start_session(campaign: Campaign, plan: Plan) -> Path:
         for name, text in provenance.mpi_info(stack).items():
             write_new(session / f"{stack.name}.{name}", text.encode())
     return session
-
-
-def _version_texts(session: Path, stack: "ResolvedStack") -> Dict[str, str]:
-    """What the stack's version tools printed at the session's start (sessions/<id>/<stack>.<file>),
-    by file name; the first 4 kB of each."""
-    texts = {}
-    for tool in stack.kind.version_tools:
-        try:
-            with open(session / f"{stack.name}.{tool.file}", errors="replace") as f:
-                texts[tool.file] = f.read(4096)
-        except OSError:
-            continue
-    return texts
-
-
-@functools.lru_cache(maxsize=None)
-def _topology_note(session: Path) -> str:
-    """Where this run's node topology is, or why there is none (sessions/<id>/provenance.json)."""
-    if (session / "topology.xml").is_file():
-        return f"sessions/{session.name}/topology.xml"
-    try:
-        note = json.loads((session / "provenance.json").read_text()).get("topology")
-    except (OSError, ValueError):
-        note = None
-    return note or "not captured"
-
-
-def _components_used(prepared: PreparedPoint, command: LaunchCommand, stderr: str
-                     ) -> Optional[Dict[str, object]]:
-    """The flavour's reading of which component served the benchmark's collectives (IMB's
-    ``benchmarks`` list names them)."""
-    listed = prepared.point.get("benchmarks")
-    names = str(listed).replace(",", " ").split() if listed else None
-    return prepared.stack.kind.components_used(command.full_env(), stderr, names)
-
-
-def _evidence_run(campaign: Campaign, session: Path, prepared: PreparedPoint,
-                  timeout: float) -> Optional[Dict[str, object]]:
-    """Run the point once more with the variables that make the MPI name the collective
-    components it used, under points/<id>/evidence/<session>/, and read them. Its timings are not
-    a result (the evidence costs time in every call); the timed records cite it as their source."""
-    assert prepared.evidence is not None
-    folder = campaign.point_dir(prepared.point.id) / "evidence" / session.name
-    folder.mkdir(parents=True, exist_ok=True)
-    flavour = prepared.stack.kind
-    command = prepared.evidence.placed(folder)
-    command = dataclasses.replace(command, argv=flavour.evidence_argv(command.argv, folder))
-    stdout, stderr = folder / "stdout.txt", folder / "stderr.txt"
-    outcome = runner.run(command, stdout, stderr, timeout, cwd=folder)
-    text = flavour.evidence_stderr(folder, stderr.read_text(errors="replace"))
-    used = _components_used(prepared, command, text)
-    if used is not None:
-        where = f"points/{prepared.point.id}/evidence/{session.name}"
-        added = " ".join(f"{k}={v}" for k, v in sorted(prepared.evidence.env.items())
-                         if prepared.command.env.get(k) != v)
-        used["source"] = (f"evidence run {where} (this point's command plus {added}; "
-                          f"{outcome.status}, exit {outcome.exit_code}): {used['source']}")
-        if outcome.status != "ok":
-            used["not_used"] = []
-            used["not_reported"] = f"the evidence run ended {outcome.status}: see {where}"
-    write_new_json(folder / "evidence.json", {"command": command.shell(),
-                                              "status": outcome.status,
-                                              "exit_code": outcome.exit_code,
-                                              "components_used": used})
-    return used
-
-
-def _evidence_summary(used: Optional[Dict[str, object]]) -> str:
-    if not used:
-        return "no evidence"
-    collectives = used.get("collectives") or {}
-    return ", ".join(f"{c}: {'/'.join(v)}" for c, v in collectives.items()) or "no collective named"
-
-
-def _run_one(campaign: Campaign, session: Path, prepared: PreparedPoint, attempt: store.Attempt,
-             matrix: Matrix, parse: Callable, known_ucx: Optional[set],
-             timeout: Optional[float] = None, allocation: Optional[Allocation] = None,
-             preflight_unchecked: Optional[Dict[str, str]] = None,
-             evidence: Optional[Dict[str, object]] = None,
-             order: Optional[Dict[str, object]] = None) -> Record:
-    """Run one claimed attempt, parse it and write its record; the attempt is released after."""
-    point = prepared.point
-    repeat = attempt.repeat
-    try:
-        command = prepared.command.placed(attempt.path)
-        stdout, stderr = attempt.path / "stdout.txt", attempt.path / "stderr.txt"
-        outcome = runner.run(command, stdout, stderr, timeout or matrix.timeout, cwd=attempt.path)
-        # The run is over: an interrupt now waits until its record is written.
-        with runner.signals_held():
-            text = stdout.read_text(errors="replace")
-            status, parsed, notes, error, built = outcome.status, None, [], None, None
-            if status == "ok":
-                try:
-                    output = parse(text)
-                    parsed, notes, built = output.rows, list(output.notes), output.build_config
-                    fatal = matrix.benchmark.fatal(output)
-                    if fatal:
-                        status, error = "parse-error", "; ".join(fatal)
-                except ParseError as exc:
-                    status, error = "parse-error", str(exc)
-            err_text = stderr.read_text(errors="replace")
-            if status == "crash" and allocation is not None and allocation_lost(
-                    err_text, allocation.job_id):
-                # Not the point's failure: the allocation ended (scancel, time limit). Rerun it.
-                status = "interrupted"
-                notes.append("the Slurm allocation ended under this run")
-            both = text + "\n" + err_text
-            placement = record_placement(command.expected, both, session / "topology.xml")
-            if status == "ok" and placement and placement["verdict"] == CONTRADICTS:
-                # The numbers are real, but not of the placement the point names.
-                status = MISMATCH_STATUS
-                notes.append(f"placement {placement['summary']}")
-            used = evidence if prepared.evidence is not None else _components_used(
-                prepared, command, err_text)
-            unused = ompi_coll_evidence.not_used_note(used)
-            if unused:
-                notes.append(unused)  # the numbers are real: status stays, the report flags it
-            notes += deviation_notes(matrix, prepared.stack.name) + command.notes()
-            simulation = None
-            if command.simulation is not None:  # a simulator's run: never a measurement
-                simulation = command.simulation.as_record(_version_texts(session, prepared.stack))
-                notes += command.simulation.unconfirmed(err_text)
-            record = Record(
-                campaign=campaign.name,
-                machine=campaign.machine,
-                benchmark=matrix.benchmark.name,
-                point_id=point.id,
-                repeat=repeat,
-                attempt=attempt.number,
-                params=point.as_dict(),
-                stack=prepared.stack.name,
-                stack_info=StackInfo(prepared.stack.flavour, prepared.stack.stack.root,
-                                     prepared.stack.launcher),
-                argv=command.argv,
-                env=provenance.scrub_env(command.env),
-                env_prepends=command.prepends,
-                command=provenance.scrubbed_shell(command),
-                ranks=command.ranks,
-                nodes=point.get("nodes", 1),
-                oversubscribed=command.oversubscribed,
-                placement=Placement(**placement) if placement else None,
-                status=status,
-                exit_code=outcome.exit_code,
-                timeout_s=timeout or matrix.timeout,
-                start=outcome.start,
-                end=outcome.end,
-                duration_s=outcome.duration_s,
-                parsed=parsed or [],
-                parse_error=error,
-                notes=notes,
-                build_config=built,
-                preflight_unchecked=dict(preflight_unchecked or {}),
-                ucx=UcxReport(**provenance.ucx_report(
-                    command.full_env(), both, known_ucx, prepared.stack.flavour,
-                    prepared.stack.stack.conduit)),
-                session=session.name,
-                topology=_topology_note(session),
-                slurm=_slurm_provenance(allocation, command, err_text) if allocation else None,
-                components_used=used,
-                stdout="stdout.txt",
-                stderr="stderr.txt",
-                order={k: v for k, v in order.items() if v is not None} if order else None,
-                simulation=simulation,
-            )
-            if matrix.adaptive is not None and status != "interrupted":
-                earlier = [r for a in campaign.attempts(point.id) if a.repeat < repeat
-                           for r in [a.record()] if r is not None]
-                record.repeats_stopped = adaptive.stop_reason(
-                    earlier + [record], matrix.benchmark.name, matrix.adaptive, repeat)
-            write_new(attempt.record_path, record.dumps(attempt.path))
-            state_log.record_written(campaign.root, record)
-            tidy_index.append(campaign.root, record)  # before the attempt is released
-            return record
-    finally:
-        attempt.release()

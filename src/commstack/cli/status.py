@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
-from commstack.adaptive import within
+from commstack.adaptive import adaptive_states, within
 from commstack.cli.common import existing_campaign
 from commstack.matrix.expand import expand
 from commstack.matrix.load import load_matrix
@@ -86,8 +86,6 @@ def execute(args: argparse.Namespace) -> int:
     for point_id in listed:
         why = None
         if matrix.adaptive is not None:
-            from commstack.sweep import adaptive_states
-
             states, why = adaptive_states(campaign, points[point_id], matrix, scan.state)
             stops[why.split(":")[0] if why else "taking repeats"] += 1
         else:

@@ -183,7 +183,7 @@ class Flavour:
         """Variables that make the MPI name the component serving each collective, for a point
         whose environment is ``env``; {} when it asks for none or the MPI cannot say. They cost
         time in every call, so they go to a separate evidence run of the point, never the timed
-        runs (sweep.py)."""
+        runs (commstack.evidence_run)."""
         return {}
 
     def components_used(self, env: Dict[str, str], stderr: str,

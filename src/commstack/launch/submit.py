@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from commstack.adaptive import adaptive_states
 from commstack.machine import Machine
 from commstack.store.campaign import DONE, FAILED, Campaign
 from commstack.store.files import write_new
@@ -69,8 +70,6 @@ def pending_work(campaign: Campaign, points: List, repeats: int, retry_failed: b
     for point in points:
         nodes = int(point.get("nodes", 1))
         if matrix is not None and matrix.adaptive is not None:
-            from commstack.sweep import adaptive_states  # the sweep's own rule
-
             states = adaptive_states(campaign, point, matrix, campaign.state)[0]
         else:
             states = [campaign.state(point.id, repeat) for repeat in range(1, repeats + 1)]
