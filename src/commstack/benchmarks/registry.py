@@ -8,6 +8,7 @@ module of ``commstack.benchmarks`` that defines ``BENCHMARKS`` (a list of
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import commstack.benchmarks as _package
@@ -108,6 +109,14 @@ def row_keys(benchmark: Optional[str]) -> Tuple[str, ...]:
     if benchmark in BENCHMARKS:
         return BENCHMARKS[benchmark].row_keys
     return all_row_keys()
+
+
+def row_reading(benchmark: Optional[str]) -> Tuple[Tuple[str, ...],
+                                                   Callable[[Mapping[str, object]],
+                                                            Optional[FigureOfMerit]]]:
+    """What a reader of ``benchmark``'s rows asks, at once: the keys that tell them apart and the
+    figure of merit of a row."""
+    return row_keys(benchmark), functools.partial(metric_of, benchmark=benchmark)
 
 
 def all_row_keys() -> Tuple[str, ...]:

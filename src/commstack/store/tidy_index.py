@@ -34,7 +34,6 @@ nothing and the index is built by the first ``ensure`` (``commstack query``) whe
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import fcntl
 import json
 import os
@@ -42,10 +41,12 @@ import socket
 import stat
 import sys
 import time
+from dataclasses import replace as with_fields
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from commstack.benchmarks import registry
+from commstack.benchmarks.base import FigureOfMerit
 from commstack.optional import require
 from commstack.simulated import platform
 from commstack.store.campaign import Campaign, attempt_held
@@ -181,12 +182,14 @@ class _Columns:
             for name in _ROW_ONLY:
                 data[name].append(None)
             return
-        keys = [k for k in registry.row_keys(record.benchmark) if k not in _OWN_COLUMNS]
+        row_keys, metric_of = registry.row_reading(record.benchmark)
+        keys = [k for k in row_keys if k not in _OWN_COLUMNS]
         for same, columns, rows in blocks:
-            self._add_block(record.benchmark, keys, same, columns, rows)
+            self._add_block(metric_of, keys, same, columns, rows)
 
-    def _add_block(self, benchmark: str, keys: List[str], same: Dict[str, Any],
-                   columns: List[str], rows: List[List[Any]]) -> None:
+    def _add_block(self, metric_of: Callable[[Dict[str, Any]], Optional[FigureOfMerit]],
+                   keys: List[str], same: Dict[str, Any], columns: List[str],
+                   rows: List[List[Any]]) -> None:
         """Rows of one block: a column per key that varies, one value for those it shares
         (a block's rows have the same keys, and the same text, truth and null values)."""
         data, n = self.data, len(rows)
@@ -201,7 +204,7 @@ class _Columns:
             return [convert(same.get(key, absent))] * n
 
         first = dict(same, **dict(zip(columns, rows[0])))
-        figure = registry.metric_of(first, benchmark)
+        figure = metric_of(first)
         data["test"] += column("benchmark", _text)
         data["np"] += column("np", _int)
         data["bytes"] += column("bytes", _int)
@@ -230,7 +233,7 @@ def _row_key(row: Dict[str, Any], keys: List[str]) -> Optional[str]:
 def record_head(record: Record) -> str:
     """The record as its record.json holds it, without its rows (``Record.from_dict`` of it with
     ``parsed=None`` gives the record back, rows aside)."""
-    data = dataclasses.replace(record, parsed=[]).stored()
+    data = with_fields(record, parsed=[]).stored()
     data.pop("parsed", None)
     return json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
 
@@ -288,7 +291,8 @@ def append(campaign_root: Path, record: Record) -> bool:
     folder = index_dir(campaign_root)
     try:
         folder.mkdir(exist_ok=True)
-        write_new(folder / _part_name(record), _parquet_bytes(_table_of([record])))
+        part = _parquet_bytes(_table_of([record]))
+        write_new(folder / _part_name(record), part)
         if len(_parts(folder, "r-")) > MAX_PARTS:
             with _locked(folder, wait=False) as held:
                 if held:
@@ -340,8 +344,8 @@ def _swap(made: List[Tuple[Path, Path]], replaced: Iterable[Path]) -> None:
 
 def _merged(folder: Path, parts: List[Path]) -> None:
     """``parts`` merged into one ``c-`` part (Arrow tables, never a Python object per row)."""
-    target = _new_part(folder)
-    _swap([(_temporary(target, _parquet_bytes(read_table(parts))), target)], parts)
+    target, merged = _new_part(folder), _parquet_bytes(read_table(parts))
+    _swap([(_temporary(target, merged), target)], parts)
 
 
 # A merged part holds up to about this many rows (some 200 MB in memory while it is merged),
