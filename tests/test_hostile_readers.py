@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from commstack import errors
 from commstack.cli import main
+from commstack.cli.user_errors import USER_ERRORS
 from commstack.machine import load_machine_file
 from commstack.store.record import Record
 from commstack.tune.plan import load_plan
@@ -94,7 +95,7 @@ def test_a_damaged_matrix_is_planned_or_refused_in_one_sentence(tmp_path_factory
 @given(choice=st.integers(0, 10 ** 6), seed=st.integers(0, 2 ** 32))
 def test_a_damaged_tuning_plan_is_loaded_or_refused_in_one_sentence(tmp_path_factory, choice, seed):
     path = _damaged_yaml(tmp_path_factory.mktemp("p") / "plans", PLANS, choice, seed)
-    _loaded_or_refused(load_plan, path, errors.USER_ERRORS)
+    _loaded_or_refused(load_plan, path, USER_ERRORS)
 
 
 @SEEDED
@@ -102,7 +103,7 @@ def test_a_damaged_tuning_plan_is_loaded_or_refused_in_one_sentence(tmp_path_fac
 def test_a_damaged_machine_file_is_loaded_or_refused_in_one_sentence(tmp_path_factory, choice, seed):
     path = tmp_path_factory.mktemp("site") / "machine.yaml"
     path.write_bytes(_damaged(MACHINES, choice, seed))
-    _loaded_or_refused(load_machine_file, path, errors.USER_ERRORS)
+    _loaded_or_refused(load_machine_file, path, USER_ERRORS)
 
 
 @SEEDED
@@ -114,7 +115,7 @@ def test_a_damaged_record_is_loaded_or_refused_in_one_sentence(tmp_path_factory,
         shutil.copy(sibling, attempt / sibling.name)
     path = attempt / "record.json"
     path.write_bytes(mutate(source.read_bytes(), random.Random(seed)))
-    _loaded_or_refused(Record.load, path, errors.USER_ERRORS)
+    _loaded_or_refused(Record.load, path, USER_ERRORS)
 
 
 @SEEDED

@@ -629,9 +629,9 @@ def test_a_simulated_tune_whose_verify_could_not_run_exports_the_rules_file_it_c
         simulated, tmp_path):
     """SMPI cannot run a per-size value, so a simulated tune's verify is not run; its rules file
     is then written from the steps' choice, for the rank count the steps ran, and says so."""
-    from commstack import simulated as sim
     from commstack.benchmarks import registry
     from commstack.store.campaign import Campaign
+    from commstack.store.campaign_kind import kind_of_campaigns
     from commstack.tune import export, ompi_rules_export
     from commstack.tune.staged import CaseResult
 
@@ -646,7 +646,7 @@ def test_a_simulated_tune_whose_verify_could_not_run_exports_the_rules_file_it_c
     result = CaseResult({"benchmarks": "Allreduce"}, settings, [], case, 0, dict(settings),
                         {"mca.coll_tuned_allreduce_algorithm": "0"},
                         {"faster": [], "slower": [], "same": [], "not_run": why, "data": {}},
-                        settings, sim.kind_of_campaigns([case / "algorithms"]))
+                        settings, kind_of_campaigns([case / "algorithms"]))
     summary = export.write_case_files(result, registry.get("imb-mpi1"))
     text = (case / "tuned" / ompi_rules_export.FILE_NAME).read_text()
     assert text.startswith("# SIMULATED, NOT MEASURED: chosen from runs simulated (")

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from commstack import simulated as sim
 from commstack.errors import CampaignError
 from commstack.figures import Figure, load_figures
+from commstack.store.campaign_kind import kind_of_campaign
 from commstack.store.results import campaigns
 
 _STAMP = "%Y%m%dT%H%M%SZ"
@@ -59,7 +60,7 @@ def matrix_digest(root: Path) -> Optional[str]:
 def check_kind(chosen: Path, like: Path) -> None:
     """CampaignError unless ``chosen`` may be ``like``'s baseline: both measured, or both
     simulated on the same platforms."""
-    a, b = sim.kind_of_campaign(chosen), sim.kind_of_campaign(like)
+    a, b = kind_of_campaign(chosen), kind_of_campaign(like)
     if not sim.same_kind(a, b):
         raise CampaignError(f"{chosen} is {a.describe()} and {like} is {b.describe()}: a "
                             "campaign is never the baseline of one of another kind (simulated "
@@ -90,8 +91,8 @@ def last_before(search: Sequence[Path], like: Path, count: int,
             continue
         when = campaign_date(root)
         if when is not None and limit is not None and when < limit:
-            mine = mine or sim.kind_of_campaign(like)
-            found = sim.kind_of_campaign(root)
+            mine = mine or kind_of_campaign(like)
+            found = kind_of_campaign(root)
             if sim.same_kind(found, mine):
                 dated.append((when, root))
             else:

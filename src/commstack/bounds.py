@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Optional, Union
 
-from commstack.benchmarks.base import ParseError
+from commstack.parse_error import ParseError
 
 MiB = 1 << 20
 # A benchmark output, a binding report or an imported file (a whole IMB-MPI1 run at 512 ranks

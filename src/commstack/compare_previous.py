@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
 from commstack import baseline, compare
-from commstack import simulated as sim
 from commstack.figures import load_figures, varying
+from commstack.store.campaign_kind import kind_of_campaign
 from commstack.store.results import campaigns
 
 MAX_COMPARISONS = 200  # the newest ones; a store of more reruns lists these
@@ -40,7 +40,7 @@ def chains(search: Sequence[Path]) -> List[List[Tuple[float, Path]]]:
         if len(runs) < 2:
             continue
         for run in runs:
-            kind = sim.kind_of_campaign(run[2])
+            kind = kind_of_campaign(run[2])
             groups.setdefault((digest, kind.platforms, kind.measured), []).append(run)
     return [[(when, root) for when, _, root in sorted(runs)]
             for runs in groups.values() if len(runs) > 1]

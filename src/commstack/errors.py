@@ -1,6 +1,7 @@
 """Errors that end a command with one sentence instead of a traceback, and their exit status.
 
-User errors (exit 2) are the user's to fix: a bad matrix, a missing file. System errors (exit 4)
+User errors (exit 2) are the user's to fix: a bad matrix, a missing file (the command gathers
+their types from every floor: commstack.cli.user_errors). System errors (exit 4)
 are a file operation the system refused: disk full, permission denied, a read-only file system.
 Anything else is a bug and keeps its traceback.
 """
@@ -17,27 +18,6 @@ SYSTEM_ERROR_EXIT = 4
 class CampaignError(ValueError):
     """A results directory that is not a campaign, or a campaign with nothing to show."""
 
-
-def __getattr__(name: str):
-    """``USER_ERRORS``, imported when first asked for: the error types live with the code that
-    raises them, and importing all of it would cost every command (``status``) a third of a
-    second before it does anything."""
-    if name != "USER_ERRORS":
-        raise AttributeError(name)
-    from commstack.benchmarks.base import ParseError
-    from commstack.bounds import InputTooLarge, NotText
-    from commstack.launch.builder import LaunchError
-    from commstack.launch.stack import StackError
-    from commstack.launch.submit import SubmitError
-    from commstack.machine import MachineError
-    from commstack.matrix.model import MatrixError
-    from commstack.optional import MissingOptionalDependency
-    from commstack.store.files import AlreadyExists
-    from commstack.store.record import RecordError
-
-    return (MatrixError, StackError, LaunchError, ParseError, AlreadyExists, CampaignError,
-            FileNotFoundError, SubmitError, MachineError, RecordError, MissingOptionalDependency,
-            InputTooLarge, NotText)
 
 # What the file system or the machine refused; EBADF, EINVAL and the like are bugs of ours.
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG}

@@ -7,8 +7,8 @@ platform (the machine and node type simulated) and the platform's model in one l
 facts that are placeholders (``VERIFY``). This module turns those into the words the readers
 use: the mark of a simulated column or curve (:data:`MARK`), a side's kind (:class:`Kind`:
 simulated on which platforms, measured, or both), the sentence a comparison starts with, and the
-report's banner. A campaign's kind is that of its records; an imported record (a published
-table, a raw output made elsewhere) counts as measured.
+report's banner. A campaign's kind is that of its records (commstack.store.campaign_kind); an
+imported record (a published table, a raw output made elsewhere) counts as measured.
 
 This module imports no other reader: reports, history, compare, baselines and tuning import it.
 """
@@ -16,7 +16,6 @@ This module imports no other reader: reports, history, compare, baselines and tu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 WORD = "simulated"
@@ -112,20 +111,6 @@ def kind_of(simulations: Iterable[Optional[Mapping[str, Any]]]) -> Kind:
 
 def kind_of_records(records: Iterable[Any]) -> Kind:
     return kind_of(getattr(r, "simulation", None) for r in records)
-
-
-def kind_of_campaign(root: Path) -> Kind:
-    """The kind of a campaign's records (read from their record.json files)."""
-    from commstack.store.campaign import Campaign
-
-    return kind_of_records(Campaign(Path(root)).records())
-
-
-def kind_of_campaigns(roots: Sequence[Path]) -> Kind:
-    kinds = [kind_of_campaign(r) for r in roots]
-    return Kind(tuple(sorted({p for k in kinds for p in k.platforms})),
-                any(k.measured for k in kinds),
-                tuple(sorted({s for k in kinds for s in k.simulators})))
 
 
 def same_kind(a: Kind, b: Kind) -> bool:

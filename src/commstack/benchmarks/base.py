@@ -11,21 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from commstack.benchmarks.facts import Collectives, RawOutputs
-
-
-class ParseError(ValueError):
-    """Output is not a complete, well-formed result (truncated table, no banner, ...).
-
-    The message says what is wrong and where (1-based line number of the text that was
-    given to the parser). ``line`` holds that line number, or None when the problem is
-    not tied to one line (e.g. empty output).
-    """
-
-    def __init__(self, message: str, line: Optional[int] = None) -> None:
-        if line is not None:
-            message = f"line {line}: {message}"
-        super().__init__(message)
-        self.line = line
+from commstack.parse_error import ParseError  # noqa: F401 (the family modules' interface)
 
 
 @dataclass

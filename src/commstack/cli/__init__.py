@@ -79,8 +79,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     except Exception as exc:  # user and system errors: one clear sentence, a documented status
         from commstack import errors
+        from commstack.cli.user_errors import USER_ERRORS
 
-        if isinstance(exc, errors.USER_ERRORS):
+        if isinstance(exc, USER_ERRORS):
             _error(args.command, str(exc))
             return errors.USER_ERROR_EXIT
         if errors.is_system_error(exc):

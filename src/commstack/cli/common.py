@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, List
+from typing import TYPE_CHECKING
 
 from commstack.errors import CampaignError
 from commstack.matrix.model import Matrix
@@ -77,6 +76,8 @@ def existing_campaign(path: Path) -> Path:
         return path
     if not path.is_dir():
         raise CampaignError(f"{path}: no such directory")
+    from commstack.store.campaign import campaigns_under  # here: `plan` starts without the store
+
     found = campaigns_under(path)
     if not found:
         raise CampaignError(f"{path} is not a campaign directory (no campaign.json) and holds "
@@ -87,14 +88,3 @@ def existing_campaign(path: Path) -> Path:
     raise CampaignError(f"{path} is not a campaign but holds {len(found)}: {shown}; give one "
                         f"(e.g. {found[0]}) or index them all with "
                         f"`commstack report --index {root}`")
-
-
-def campaigns_under(path: Path) -> List[Path]:
-    """Campaign directories below ``path`` (not looking inside a campaign's points)."""
-    found: List[Path] = []
-    for here, dirs, files in os.walk(path):
-        if "campaign.json" in files:
-            found.append(Path(here))
-            dirs[:] = [d for d in dirs if d not in ("points", "sessions", "report", "jobs")]
-        dirs.sort()
-    return sorted(found)

@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import List
 
-from commstack.machine import Machine, MachineError, find_machine, load_machine_file
-
-SITE_CONFIGS = Path(__file__).resolve().parents[3] / "site-configs"
+from commstack.cli.machine_choice import default_machine, resolve
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -39,33 +36,6 @@ def register(p: argparse.ArgumentParser) -> None:
 
     machine_capture.register(sub)
     machine_calibrate.register(sub)
-
-
-def resolve(name: str) -> Machine:
-    path = Path(name)
-    if path.suffix in (".yaml", ".yml") or path.is_file():
-        return load_machine_file(path)
-    if path.is_dir() and (path / "machine.yaml").is_file():
-        return load_machine_file(path / "machine.yaml")
-    machine = find_machine(name, Path.cwd())
-    if machine is None:
-        known = sorted(p.parent.name for p in SITE_CONFIGS.glob("*/machine.yaml"))
-        raise MachineError(f"machine {name!r}: no site-configs/{name}/machine.yaml (known: "
-                           f"{', '.join(known)}) and no such file")
-    return machine
-
-
-def default_machine() -> Machine:
-    """The site config that recognises this host (verify.this_machine), else local."""
-    from commstack.machine.check.identity import this_machine
-
-    candidates: List[Machine] = [load_machine_file(p)
-                                 for p in sorted(SITE_CONFIGS.glob("*/machine.yaml"))]
-    for machine in candidates:
-        markers = machine.facts.get("verify", {}).get("this_machine")
-        if markers and this_machine(markers)[0]:
-            return machine
-    return resolve("local")
 
 
 def execute(args: argparse.Namespace) -> int:

@@ -54,7 +54,7 @@ def _cut(value: object, width: int = 40) -> str:
 
 def _label(folder: Path) -> str:
     """site-configs/<m> for a committed config, else the folder (~ for $HOME)."""
-    from commstack.cli.machine import SITE_CONFIGS
+    from commstack.cli.machine_choice import SITE_CONFIGS
     from commstack.machine.capture.readings import scrub
 
     try:
@@ -64,7 +64,7 @@ def _label(folder: Path) -> str:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from commstack.cli.machine import default_machine, resolve
+    from commstack.cli.machine_choice import default_machine, resolve
     from commstack.machine.capture import Provenance, capture_readings, propose
     from commstack.machine.capture.readings import scrub
     from commstack.machine.check.checks import packages_file

@@ -326,7 +326,7 @@ def to_csv(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def _shown(value: Any) -> Any:
     if isinstance(value, float):
-        from commstack.report.numbers import plain
+        from commstack.plain_number import plain
 
         return plain(value, 6)
     return value

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -21,6 +20,7 @@ from commstack.machine import Machine, machine_launcher  # noqa: F401 (as before
 from commstack.matrix.model import Point
 from commstack.matrix.parameters import benchmark_params  # noqa: F401 (as before)
 from commstack.placement.model import Expected
+from commstack.shell_line import shell_line
 from commstack.store.files import write_new
 
 
@@ -75,11 +75,7 @@ class LaunchCommand:
 
     def shell(self) -> str:
         """One line a user can paste into a shell to run exactly this."""
-        assignments = [f"{k}={shlex.quote(os.pathsep.join(dirs))}:\"${k}\""
-                       for k, dirs in sorted(self.prepends.items())]
-        assignments += [f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
-        prefix = ["env", *assignments] if assignments else []
-        return " ".join(prefix + [shlex.quote(a) for a in self.argv])
+        return shell_line(self.argv, self.env, self.prepends)
 
 
 def local(spec: LaunchSpec) -> LaunchCommand:

@@ -14,11 +14,11 @@ Every cell, in the standard tables and in the layouts of published studies alike
 
 from __future__ import annotations
 
-import decimal
 import math
 from dataclasses import dataclass
 from typing import Collection, Iterable, List, Optional, Sequence
 
+from commstack.plain_number import plain
 from commstack.stats import LEVEL, MIN_CI_SAMPLES
 
 SIGNIFICANT = 4
@@ -113,14 +113,6 @@ def significant(value: float, digits: int = SIGNIFICANT, most_decimals: Optional
     if most_decimals is not None:
         decimals = min(decimals, most_decimals)
     return f"{value:.{decimals}f}"
-
-
-def plain(value: float, significant: int = 6) -> str:
-    """``value`` to ``significant`` digits without exponent notation (0.0006, 120000)."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    text = format(decimal.Decimal(f"{value:.{significant}g}").normalize(), "f")
-    return text
 
 
 def interval_cell(median: str, low: Optional[str], high: Optional[str], n: Optional[int],

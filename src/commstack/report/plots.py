@@ -12,7 +12,8 @@ of them labelled.
 A line of simulated numbers (its label ends ``(simulated)``, :mod:`commstack.simulated`) is
 dotted, its legend entry saying so.
 
-Tick labels are plain numbers (``0.6``, ``2``, ``1K`` bytes), never ``6×10⁻¹``."""
+Tick labels are plain numbers (``0.6``, ``2``, ``1K`` bytes), never ``6×10⁻¹``
+(:mod:`commstack.log_axes`)."""
 
 from __future__ import annotations
 
@@ -20,139 +21,35 @@ import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import matplotlib
 import numpy as np
 import pandas as pd
 
 matplotlib.use("Agg")
-from matplotlib.artist import Artist  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.cm import ScalarMappable  # noqa: E402
-from matplotlib.collections import LineCollection  # noqa: E402
 from matplotlib.colorbar import Colorbar  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.markers import TICKLEFT, TICKRIGHT  # noqa: E402
 from matplotlib.ticker import (  # noqa: E402
     FixedLocator,
     FuncFormatter,
-    LogLocator,
-    NullFormatter,
     NullLocator,
 )
 
 from commstack.benchmarks import registry  # noqa: E402
+from commstack.log_axes import BAND_ALPHA, plain_log_axes, plain_tick, size_label  # noqa: E402
 from commstack.report.defaults import has_default, is_default  # noqa: E402
-from commstack.report.numbers import plain  # noqa: E402
 from commstack.report.tables import BEST, MAX_LINES, Section, units  # noqa: E402
 from commstack.simulated import MARK, unmarked  # noqa: E402
 
-BAND_ALPHA = 0.18
-GRID_ALPHA = 0.3
 RANK_LABELS = 6  # rank labels (#1, #21, ...) of a heat map with too many rows to name each
 # Text without FreeType's hinting: a third cheaper to lay out and draw (text is most of a
 # figure's time), and as readable at these sizes.
 RC = {"text.hinting": "no_hinting"}
-
-
-def size_label(value: float, _pos: object = None) -> str:
-    """Bytes as 1, 2, ... 512, 1K, 2K ... 1M (K = 1024)."""
-    for unit, factor in (("M", 2 ** 20), ("K", 2 ** 10)):
-        if value >= factor:
-            return f"{value / factor:g}{unit}"
-    return f"{value:g}"
-
-
-def _plain_tick(value: float, _pos: object = None) -> str:
-    return plain(value, 3) if value > 0 else ""
-
-
-class _InViewLogLocator(LogLocator):
-    """A LogLocator that returns only the ticks inside the view: matplotlib makes a tick (about
-    a millisecond each) for every location, including the decade beyond each end it never
-    draws."""
-
-    def __call__(self):
-        vmin, vmax = sorted(self.axis.get_view_interval())
-        locs = self.tick_values(vmin, vmax)
-        if vmin <= 0 or not len(locs):
-            return locs
-        slack = (vmax / vmin) ** 1e-6
-        return locs[(locs >= vmin / slack) & (locs <= vmax * slack)]
-
-
-def plain_log_axes(ax, values: Iterable[float], xbase: int = 2) -> None:
-    """Log axes (x: message size, base 2; y: base 10) with plain tick labels; the y axis labels
-    minor ticks too when the data span less than two decades, so that a narrow range is read."""
-    ax.set_xscale("log", base=xbase)
-    ax.set_yscale("log")
-    ax.xaxis.set_major_locator(_InViewLogLocator(base=xbase, numticks=12))
-    ax.xaxis.set_major_formatter(FuncFormatter(size_label))
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.yaxis.set_major_locator(_InViewLogLocator(base=10))
-    ax.yaxis.set_major_formatter(FuncFormatter(_plain_tick))
-    positive = [v for v in values if v > 0 and math.isfinite(v)]
-    decades = math.log10(max(positive) / min(positive)) if positive else 3.0
-    if decades < 1:
-        subs = (2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)
-    elif decades < 2:
-        subs = (2.0, 5.0)
-    else:
-        subs = ()
-    if subs:
-        ax.yaxis.set_minor_locator(_InViewLogLocator(base=10, subs=subs, numticks=12))
-        ax.yaxis.set_minor_formatter(FuncFormatter(_plain_tick))
-        ax.tick_params(axis="y", which="minor", labelsize=7)
-    else:  # unlabelled: the same marks and grid lines, drawn without a tick object each
-        ax.yaxis.set_minor_locator(NullLocator())
-        ax.add_artist(_MinorLogTicks(ax, GRID_ALPHA))
-    ax.grid(True, which="both", alpha=GRID_ALPHA)
-
-
-class _MinorLogTicks(Artist):
-    """The unlabelled minor ticks of a log y axis (2 to 9 times each power of ten, none when
-    the axis spans ten decades or more): their marks and grid lines, placed when drawn, as
-    two artists in all where matplotlib would make a tick of five artists for each."""
-
-    def __init__(self, ax, grid_alpha: float):
-        super().__init__()
-        self.set_zorder(ax.yaxis.get_zorder())
-        self.set_in_layout(False)  # as the axis's own ticks: inside its tick labels
-        self.locator = LogLocator(base=10, subs="auto", numticks=12)
-        along = ax.get_yaxis_transform()  # x: axes fraction; y: data
-        self.grid = LineCollection([], colors=matplotlib.rcParams["grid.color"],
-                                   linewidths=matplotlib.rcParams["grid.linewidth"],
-                                   linestyles=matplotlib.rcParams["grid.linestyle"],
-                                   alpha=grid_alpha, transform=along)
-        self.grid.set_clip_path(ax.patch)
-        marker = {"out": TICKLEFT, "in": TICKRIGHT}.get(matplotlib.rcParams["ytick.direction"],
-                                                         "_")  # as matplotlib's ticks
-        self.marks = Line2D([], [], linestyle="none", transform=ax.get_yaxis_transform("tick1"),
-                            clip_on=False, marker=marker,
-                            markersize=matplotlib.rcParams["ytick.minor.size"],
-                            markeredgewidth=matplotlib.rcParams["ytick.minor.width"],
-                            color=matplotlib.rcParams["ytick.color"])
-        for part in (self.grid, self.marks):
-            part.set_figure(ax.figure)
-
-    def draw(self, renderer) -> None:
-        if not self.get_visible():
-            return
-        low, high = sorted(self.axes.get_ylim())
-        locs = self.locator.tick_values(low, high) if low > 0 else []
-        slack = (high / low) ** 1e-6 if low > 0 else 1.0
-        locs = [y for y in locs if low / slack <= y <= high * slack]
-        self.grid.set_segments([[(0.0, y), (1.0, y)] for y in locs])
-        self.marks.set_data([0.0] * len(locs), locs)
-        self.grid.draw(renderer)
-        self.marks.draw(renderer)
-        self.stale = False
-
-
 
 
 @dataclass
@@ -368,5 +265,5 @@ def _heat_map(kept: _Kept, choice: Choice, section: Section) -> None:
     ticks = sorted({1.0, *(math.floor(top ** (k / 4) * 100) / 100 for k in range(1, 5))})
     bar.ax.yaxis.set_major_locator(FixedLocator(ticks))
     bar.ax.yaxis.set_minor_locator(NullLocator())
-    bar.ax.yaxis.set_major_formatter(FuncFormatter(_plain_tick))
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(plain_tick))
     bar.ax.tick_params(labelsize=6)

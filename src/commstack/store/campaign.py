@@ -268,3 +268,14 @@ def attempt_held(folder: str) -> bool:
         return True
     finally:
         os.close(fd)
+
+
+def campaigns_under(path: Path) -> List[Path]:
+    """Campaign directories below ``path`` (not looking inside a campaign's points)."""
+    found: List[Path] = []
+    for here, dirs, files in os.walk(path):
+        if "campaign.json" in files:
+            found.append(Path(here))
+            dirs[:] = [d for d in dirs if d not in ("points", "sessions", "report", "jobs")]
+        dirs.sort()
+    return sorted(found)

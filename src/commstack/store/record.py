@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from commstack.shell_line import shell_line
 from commstack.store import output_table
 
 SCHEMA_VERSION = 4  # the newest version this code reads (and writes, where needed)
@@ -585,9 +586,9 @@ def table_rows(value: Any, where: str) -> List[Row]:
 
 
 def _shell_line(argv: List[str], env: Dict[str, str], prepends: Dict[str, List[str]]) -> str:
-    from commstack.launch.command import LaunchCommand  # the one writer of launch lines
-
-    return LaunchCommand(list(argv), dict(env), dict(prepends)).shell()
+    """The launch line of a record's argv, env and env_prepends, held as the launch command
+    holds them (a list, dicts)."""
+    return shell_line(list(argv), dict(env), dict(prepends))
 
 
 def _without_defaults(value: Any) -> Any:

@@ -35,6 +35,7 @@ from commstack import flavours
 from commstack.errors import CampaignError
 from commstack.optional import require
 from commstack.store import tidy_index
+from commstack.store.campaign import campaigns_under
 
 DUCKDB = ("duckdb", "query", "The results store")
 # A provenance file larger than this is not one the sweep wrote (bounded reading).
@@ -61,8 +62,6 @@ RUN_COLUMNS = tuple(Run.__dataclass_fields__)
 
 def campaigns(paths: Sequence[Path]) -> List[Path]:
     """The campaigns at or below each path (results/, results/<machine>/ or a campaign)."""
-    from commstack.cli.common import campaigns_under
-
     found: List[Path] = []
     for path in map(Path, paths):
         if not path.exists():

@@ -177,7 +177,7 @@ def plot_tuned_vs_default(check: Dict[str, Any], title: str, path: Path,
     require("matplotlib", "report", "Plotting a tuning's result").use("Agg")
     import matplotlib.pyplot as plt
 
-    from commstack.report.plots import BAND_ALPHA, plain_log_axes
+    from commstack.log_axes import BAND_ALPHA, plain_log_axes
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     seen: List[float] = []

@@ -39,6 +39,7 @@ from commstack.matrix.model import MatrixError, Stack
 from commstack.plan import prepare
 from commstack.preflight.capabilities import Components
 from commstack.store.campaign import Campaign
+from commstack.store.campaign_kind import kind_of_campaign, kind_of_campaigns
 from commstack.store.files import read_json, write_new, write_new_json
 from commstack.sweep import SweepResult, run_sweep
 from commstack.tune import capable, racing
@@ -273,7 +274,7 @@ def _simulator_refuses(plan: TunePlan, case: Dict[str, Any], settings: Dict[str,
 def case_kind(directory: Path) -> sim.Kind:
     """Whether a case's runs (its step campaigns and verify under ``directory``) were simulated,
     and on which platforms, or measured."""
-    return sim.kind_of_campaigns(sorted(p.parent for p in directory.glob("*/matrix.yaml")))
+    return kind_of_campaigns(sorted(p.parent for p in directory.glob("*/matrix.yaml")))
 
 
 def verify_case(plan: TunePlan, case: Dict[str, Any], directory: Path, names: List[str],
@@ -657,7 +658,7 @@ def _decide(plan: TunePlan, step: Step, case: Dict[str, Any], incumbent: Dict[st
     def named(cand: Hashable) -> Dict[str, Any]:
         return dict(zip(step.axes, cand))
 
-    kind = sim.kind_of_campaign(step_dir)
+    kind = kind_of_campaign(step_dir)
     return {
         **({"simulated": kind.describe()} if kind.simulated else {}),
         "step": step.name,

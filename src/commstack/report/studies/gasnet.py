@@ -133,7 +133,7 @@ def latency(records: List[Record]) -> List[Series]:
 def plot_bandwidth(series: List[Series], path: Path) -> Path:
     from matplotlib.ticker import FuncFormatter
 
-    from commstack.report.plots import BAND_ALPHA, size_label
+    from commstack.log_axes import BAND_ALPHA, size_label
 
     plt = pyplot()
     blues, reds, greens = plt.get_cmap("Blues"), plt.get_cmap("Reds"), plt.get_cmap("Greens")

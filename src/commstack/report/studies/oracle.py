@@ -387,7 +387,7 @@ def _ordered(axis: Axis, seen: set) -> List[Values]:
 
 
 def _draw(ax, curves: List[Tuple[str, Curve]], case: Case) -> None:
-    from commstack.report.plots import BAND_ALPHA, plain_log_axes
+    from commstack.log_axes import BAND_ALPHA, plain_log_axes
 
     shown: List[float] = []
     for label, curve in curves:
@@ -447,7 +447,7 @@ def step_plots(case: Case, out_dir: Path, tune: TuneStep, chosen: Curve) -> List
 
 def tuned_vs_default_plot(case: Case, verdict: Verdict, out_dir: Path, tune: TuneStep
                           ) -> StudyPlot:
-    from commstack.report.plots import plain_log_axes
+    from commstack.log_axes import plain_log_axes
 
     plt = pyplot()
     tuned, default = verdict.chosen, verdict.default
