@@ -48,6 +48,7 @@ from commstack.tune.carry import Carried, challengers
 from commstack.tune.carry import measured as carried_from
 from commstack.tune.per_size import per_size_settings
 from commstack.tune.plan import Step, TunePlan
+from commstack.tune.state import KEY, TuneState
 
 
 class TuneInterrupted(Exception):
@@ -171,13 +172,13 @@ def run_case(plan: TunePlan, case: Dict[str, Any], directory: Path, machine: Opt
                                          step_dir, machine, allocation)
             for line in runnable.skipped:
                 log(f"{directory.name}: step {step.name}: {line['text']}")
-            study = _study(plan, case, step.name, index, incumbent)
-            study["skipped"] = runnable.skipped
+            study = dataclasses.replace(_study(plan, case, step.name, index, incumbent),
+                                        skipped=runnable.skipped)
             coarse = coarse_of(plan, case, step_dir)
             carried = _carried(plan, case, settings, step.axes, incumbent, runnable.candidates,
                                source, coarse)
             if carried is not None:
-                study["incumbent_from"] = carried.as_dict()
+                study = dataclasses.replace(study, incumbent_from=carried.as_dict())
             race = None
             repeats = int(plan.base.get("repeats", 1))
             if carried is not None and not plan.racing and carried.repeats < repeats:
@@ -437,25 +438,18 @@ def _carried(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axe
 
 
 def _study(plan: TunePlan, case: Dict[str, Any], step: str, index: int,
-           incumbent: Dict[str, Any]) -> Dict[str, Any]:
+           incumbent: Dict[str, Any]) -> TuneState:
     """What a step campaign's campaign.json says about the tuning it belongs to (``tune``):
     reports show the study's sections only for such campaigns, with this incumbent as the
     default every candidate must beat, by this rule."""
-    return {"plan": str(plan.path), "case": case, "step": step, "index": index,
-            "steps": [s.name for s in plan.steps_for(case)], "axes": list(incumbent),
-            "incumbent": incumbent,
-            "decision": decision_dict(plan.decision)}
-
-
-def decision_dict(r: rule.Rule) -> Dict[str, Any]:
-    return {"threshold": r.threshold, "alpha": r.alpha, "correction": r.correction,
-            "allow_losses": r.allow_losses}
+    return TuneState(str(plan.path), case, step, index, [s.name for s in plan.steps_for(case)],
+                     list(incumbent), incumbent, plan.decision)
 
 
 def _sweep(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], axes: List[str],
            candidates: List[Dict[str, Any]], step_dir: Path, machine: Optional[Machine],
            allocation: Optional[Allocation], log: Callable[[str], None],
-           study: Dict[str, Any], block: Optional[S.Settings] = None,
+           study: TuneState, block: Optional[S.Settings] = None,
            retry_failed: bool = False, repeats: Optional[int] = None,
            sizes: Optional[List[int]] = None) -> int:
     prepared = _step_campaign(plan, case, settings, axes, candidates, step_dir, machine,
@@ -478,7 +472,7 @@ def _run(prepared, step_dir: Path, log: Callable[[str], None], retry_failed: boo
 def _step_campaign(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any],
                    axes: List[str], candidates: List[Dict[str, Any]], step_dir: Path,
                    machine: Optional[Machine], allocation: Optional[Allocation],
-                   study: Dict[str, Any], block: Optional[S.Settings] = None,
+                   study: TuneState, block: Optional[S.Settings] = None,
                    repeats: Optional[int] = None, sizes: Optional[List[int]] = None):
     """The step's campaign (its matrix written once, campaign.json with the study) and its
     sweep prepared."""
@@ -496,14 +490,14 @@ def _step_campaign(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any
     campaign.ensure({"campaign": campaign.name, "machine": campaign.machine,
                      "benchmark": matrix.benchmark.name, "created": time.time(),
                      "matrix": str(matrix.path), "commstack_version": commstack.__version__,
-                     "tune": study})
+                     KEY: study.as_dict()})
     return prepare(matrix, machine, allocation)
 
 
 def _race(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], step: Step,
           candidates: List[Dict[str, Any]], incumbent: Dict[str, Any], step_dir: Path,
           machine: Optional[Machine], allocation: Optional[Allocation],
-          log: Callable[[str], None], study: Dict[str, Any], block: Optional[S.Settings],
+          log: Callable[[str], None], study: TuneState, block: Optional[S.Settings],
           retry_failed: bool, budget: Optional[int], carried: Optional[Carried] = None,
           sizes: Optional[List[int]] = None) -> Tuple[int, Dict[str, Any]]:
     """A step's candidates raced (commstack.tune.racing): the runs launched and the race as
@@ -550,7 +544,7 @@ def _refine(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], step
             incumbent: Dict[str, Any], step_dir: Path, carried: Optional[Carried],
             coarse: List[int], repeats: int, machine: Optional[Machine],
             allocation: Optional[Allocation], log: Callable[[str], None],
-            study: Dict[str, Any], block: Optional[S.Settings], retry_failed: bool
+            study: TuneState, block: Optional[S.Settings], retry_failed: bool
             ) -> Optional[Dict[str, Any]]:
     """The sizes between two coarse ones whose bests differ, measured by those bests and the
     incumbent in ``<step>/refine`` (a campaign of its own); what decision.json says of it."""
@@ -569,7 +563,7 @@ def _refine(plan: TunePlan, case: Dict[str, Any], settings: Dict[str, Any], step
         return dict(described, runs=0)
     refine_dir = step_dir / REFINE
     _sweep(plan, case, settings, step.axes, named, refine_dir, machine, allocation, log,
-           dict(study, refine=True), block, retry_failed, repeats, found.sizes)
+           dataclasses.replace(study, refine=True), block, retry_failed, repeats, found.sizes)
     described["runs"] = _launched(refine_dir)
     log(f"{step_dir.parent.name}: step {step.name}: refined "
         + ", ".join(f"{a}-{b}" for a, b in found.between) + f" bytes: {len(found.sizes)} sizes "
@@ -666,7 +660,7 @@ def _decide(plan: TunePlan, step: Step, case: Dict[str, Any], incumbent: Dict[st
         "incumbent": named(outcome.incumbent),
         "winner": named(outcome.winner),
         "changed": outcome.changed,
-        "rule": {**decision_dict(plan.decision), "text": plan.decision.text()},
+        "rule": {**plan.decision.as_dict(), "text": plan.decision.text()},
         "scores": [{"setting": named(c), "wins": s.wins, "losses": s.losses,
                     "median_speedup": s.median_speedup} for c, s in outcome.scores.items()],
         "bands": [{"from_bytes": b.first, "to_bytes": b.last, "best": named(b.best),
