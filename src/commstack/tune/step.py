@@ -68,17 +68,17 @@ def measure_step(run: CaseRun, step: Step, index: int, settings: Dict[str, Any],
                                 incumbent_params)
     state = dataclasses.replace(run.state(step.name, index, incumbent), skipped=runnable.skipped,
                                 incumbent_from=carried.as_dict() if carried else None)
-    campaign = StepCampaign(run, settings, step.axes, step_dir, state, runnable.block)
+    campaign = StepCampaign(run, settings, step.axes, step_dir, state, runnable.block,
+                            sizes=coarse)
     race = None
     repeats = int(plan.base.get("repeats", 1))
     if carried is not None and not plan.racing and carried.repeats < repeats:
         carried = None  # a race before left it fewer repeats: it runs here in full
     if plan.racing:
-        runs, race = race_step(campaign, step, runnable.candidates, incumbent, carried, coarse)
+        runs, race = race_step(campaign, step, runnable.candidates, incumbent, carried)
         repeats = race["rounds"][-1]["repeats"]
     else:
-        runs = campaign.sweep(challengers(runnable.candidates, incumbent, carried, repeats),
-                              sizes=coarse)
+        runs = campaign.sweep(challengers(runnable.candidates, incumbent, carried, repeats))
     refined = None
     if coarse is not None:
         refined = refine_step(campaign, step, incumbent, carried, coarse, repeats)

@@ -28,26 +28,25 @@ class TuneInterrupted(Exception):
 @dataclass(frozen=True)
 class StepCampaign:
     run: CaseRun
-    settings: Dict[str, Any]  # the settings held: the values of every axis but its own
+    settings: Dict[str, Any]  # the settings held (its own axes take the candidates' values)
     axes: List[str]  # the parameters its candidates vary
     directory: Path
     state: TuneState  # what its campaign.json says of the tuning
     block: Optional[S.Settings] = None  # the matrix's `settings:` (the names used, as launched)
+    repeats: Optional[int] = None  # when not the base's (a race's most)
+    sizes: Optional[List[int]] = None  # the message sizes measured, when not msglog's range
 
-    def sweep(self, candidates: List[Dict[str, Any]], repeats: Optional[int] = None,
-              sizes: Optional[List[int]] = None) -> int:
+    def sweep(self, candidates: List[Dict[str, Any]]) -> int:
         """Every candidate swept; the runs launched."""
-        return self.launch(self.prepare(candidates, repeats, sizes))
+        return self.launch(self.prepare(candidates))
 
-    def prepare(self, candidates: List[Dict[str, Any]], repeats: Optional[int] = None,
-                sizes: Optional[List[int]] = None) -> Plan:
-        """The campaign (its matrix written once, campaign.json with the state) and its sweep
-        prepared; ``repeats``: when not the base's (a race's most); ``sizes``: the message sizes
-        measured, when not the case's msglog range."""
+    def prepare(self, candidates: List[Dict[str, Any]]) -> Plan:
+        """The campaign of ``candidates`` (its matrix written once, campaign.json with the state)
+        and its sweep prepared."""
         run = self.run
         self.directory.mkdir(parents=True, exist_ok=True)
         text = step_matrix_text(run.plan, run.case, self.settings, self.axes, candidates,
-                                self.block, repeats, sizes)
+                                self.block, self.repeats, self.sizes)
         matrix_path = self.directory / "matrix.yaml"
         if matrix_path.exists():
             if matrix_path.read_text() != text:

@@ -14,10 +14,11 @@ from commstack.tune.step_campaign import StepCampaign
 
 
 def race_step(campaign: StepCampaign, step: Step, candidates: List[Dict[str, Any]],
-              incumbent: Dict[str, Any], carried: Optional[Carried] = None,
-              sizes: Optional[List[int]] = None) -> Tuple[int, Dict[str, Any]]:
-    """The runs launched and the race as decision.json keeps it. A carried incumbent runs only
-    the repeats it lacks: its rounds read the step before's runs."""
+              incumbent: Dict[str, Any], carried: Optional[Carried] = None
+              ) -> Tuple[int, Dict[str, Any]]:
+    """The runs launched and the race as decision.json keeps it (its campaign takes the race's
+    most repeats). A carried incumbent runs only the repeats it lacks: its rounds read the step
+    before's runs."""
     plan, step_dir = campaign.run.plan, campaign.directory
     assert plan.racing is not None
     axes = step.axes
@@ -27,8 +28,8 @@ def race_step(campaign: StepCampaign, step: Step, candidates: List[Dict[str, Any
         raise MatrixError(f"{step_dir}: --budget {budget}: the race's first round alone takes "
                           f"{len(keys)} candidates x {plan.racing.first} repeats = "
                           f"{len(keys) * plan.racing.first} runs")
-    prepared = campaign.prepare(challengers(candidates, incumbent, carried, plan.racing.most),
-                                plan.racing.most, sizes)
+    campaign = dataclasses.replace(campaign, repeats=plan.racing.most)
+    prepared = campaign.prepare(challengers(candidates, incumbent, carried, plan.racing.most))
     held = tuple(incumbent[ax] for ax in axes)
     single = single_benchmark(plan, campaign.run.case)
 

@@ -35,8 +35,8 @@ def refine_step(campaign: StepCampaign, step: Step, incumbent: Dict[str, Any],
         return dict(described, runs=0)
     refine_dir = step_dir / REFINE
     dataclasses.replace(campaign, directory=refine_dir,
-                        state=dataclasses.replace(campaign.state, refine=True)
-                        ).sweep(named, repeats, found.sizes)
+                        state=dataclasses.replace(campaign.state, refine=True), repeats=repeats,
+                        sizes=found.sizes).sweep(named)
     described["runs"] = launched(refine_dir)
     log(f"{step_dir.parent.name}: step {step.name}: refined "
         + ", ".join(f"{a}-{b}" for a, b in found.between) + f" bytes: {len(found.sizes)} sizes "
