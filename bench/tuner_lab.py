@@ -47,8 +47,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import yaml
 
+from commstack.tune.measurements import measurements
 from commstack.tune.plan import TunePlan, load_plan
-from commstack.tune.staged import case_slug, measurements, step_matrix_text
+from commstack.tune.staged import case_slug
+from commstack.tune.step_matrix import step_matrix_text
 
 REPO = Path(__file__).resolve().parents[1]
 PLAN = REPO / "plans" / "bm-optimized3-36" / "simulated-coll-tuned.yaml"

@@ -34,8 +34,9 @@ from tuner_lab import PLAN, WITHIN, grid_axes
 from commstack.tune import decide as rule
 from commstack.tune import racing
 from commstack.tune import sizes as coarse_sizes
+from commstack.tune.measurements import measurements
 from commstack.tune.plan import TunePlan, load_plan
-from commstack.tune.staged import case_slug, measurements
+from commstack.tune.staged import case_slug
 
 Truth = Dict[Tuple, Dict[int, float]]  # setting (all axes) -> size -> time
 Bands = Tuple[List[str], List[rule.Band]]  # a step's axes and its per-size bands

@@ -45,7 +45,7 @@ from typing import Optional
 from commstack import stats
 from commstack.tune import decide as rule
 from commstack.tune import racing
-from commstack.tune.staged import measurements
+from commstack.tune.measurements import measurements
 
 AXES = ["I_MPI_ADJUST_ALLREDUCE", "mapping"]
 ALGORITHMS = [0, 1, 2, 3, 4, 5, 6, 7]

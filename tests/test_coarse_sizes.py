@@ -14,8 +14,8 @@ import pytest
 from commstack.matrix.model import MatrixError
 from commstack.tune import decide as rule
 from commstack.tune import sizes
+from commstack.tune.measurements import measurements
 from commstack.tune.plan import load_plan
-from commstack.tune.staged import measurements
 from tests.recorded_imb import RECORDED, local_plan
 from tests.sweeps import commstack
 

@@ -27,7 +27,7 @@ from commstack.placement.check import CONTRADICTS, VERIFIED, record_placement, v
 from commstack.placement.model import Expected
 from commstack.placement.topology import parse_topology
 from commstack.tune.plan import Step
-from commstack.tune.staged import measured_elsewhere
+from commstack.tune.step import measured_elsewhere
 from tests.conftest import REPO
 from tests.sweeps import commstack, launcher_stand_ins
 

@@ -284,7 +284,7 @@ def test_compare_reference_lines_a_tuning_up_with_the_published_decisions(tmp_pa
 def test_the_nps2_run_takes_the_nps1_steps_decisions_and_refuses_without_them(plan, tmp_path):
     from commstack.matrix.model import MatrixError
     from commstack.store.files import write_new_json
-    from commstack.tune.staged import _decision_from, measured_elsewhere
+    from commstack.tune.step import decision_from, measured_elsewhere
 
     machine = find_machine("bm-optimized3-36", PLAN.parent)
     nps2 = machine.with_node_type("nps2")
@@ -296,11 +296,11 @@ def test_the_nps2_run_takes_the_nps1_steps_decisions_and_refuses_without_them(pl
     elsewhere = {"nps1": tmp_path / "oci-study-nps1"}.__getitem__
     with pytest.raises(MatrixError, match=r"measured on node type 'nps1' only; tune there first "
                                           r"\(--node-type nps1\)"):
-        _decision_from(steps["tls-rndv"], "nps1", {}, case_dir, elsewhere)
+        decision_from(steps["tls-rndv"], "nps1", case_dir, elsewhere)
     source = tmp_path / "oci-study-nps1" / "n2_ppn8_alltoall" / "tls-rndv" / "decision.json"
     source.parent.mkdir(parents=True)
     winner = {"UCX_TLS": "self,sm,rc", "UCX_RNDV_THRESH": "intra:32kb,inter:128kb"}
     write_new_json(source, {"step": "tls-rndv", "winner": winner, "changed": True})
-    taken = _decision_from(steps["tls-rndv"], "nps1", {}, case_dir, elsewhere)
+    taken = decision_from(steps["tls-rndv"], "nps1", case_dir, elsewhere)
     assert taken["winner"] == winner and taken["measured_on"] == "nps1"
     assert taken["from"] == str(source)

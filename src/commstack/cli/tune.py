@@ -59,7 +59,8 @@ def execute(args: argparse.Namespace) -> int:
     from commstack.store.files import replace
     from commstack.tune import export
     from commstack.tune.plan import load_plan
-    from commstack.tune.staged import TuneInterrupted, run_plan, tuned_parameters
+    from commstack.tune.staged import run_plan, tuned_parameters
+    from commstack.tune.step_campaign import TuneInterrupted
 
     plan = load_plan(args.plan)
     if args.review:

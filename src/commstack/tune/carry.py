@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, List, Optional
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from commstack.store.campaign import Campaign
 
@@ -67,3 +67,14 @@ def challengers(candidates: List[Dict[str, Any]], incumbent: Dict[str, Any],
     if carried is None or carried.repeats < repeats:
         return list(candidates)
     return [c for c in candidates if c != incumbent]
+
+
+def carried_incumbent(carry: bool, source: Optional[Tuple[str, Path]], incumbent: Dict[str, Any],
+                      candidates: List[Dict[str, Any]], params: Dict[str, Any]
+                      ) -> Optional[Carried]:
+    """The incumbent's runs in the step before (``source``: its name and campaign), when the
+    plan carries incumbents (``carry``), the step has a challenger and the incumbent was run
+    there as this step would run it (``params``: its full setting)."""
+    if not carry or source is None or incumbent not in candidates or len(candidates) < 2:
+        return None
+    return measured(source[0], source[1], params)

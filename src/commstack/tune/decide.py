@@ -49,6 +49,11 @@ class Rule:
                 + ("; a loss at some sizes may be paid for by wins elsewhere" if self.allow_losses
                    else "; a candidate slower at any size is out"))
 
+    def as_dict(self) -> Dict[str, object]:
+        """The rule as a step's decision.json and campaign.json keep it."""
+        return {"threshold": self.threshold, "alpha": self.alpha, "correction": self.correction,
+                "allow_losses": self.allow_losses}
+
 
 @dataclass(frozen=True)
 class Call:

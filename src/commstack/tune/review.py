@@ -15,7 +15,8 @@ from commstack.matrix.expand import expand
 from commstack.matrix.load import matrix_from_text
 from commstack.matrix.model import Matrix, MatrixError
 from commstack.tune.plan import TunePlan
-from commstack.tune.staged import case_slug, coarse_of, step_matrix_text, tuned_parameters
+from commstack.tune.staged import case_slug, tuned_parameters
+from commstack.tune.step_matrix import coarse_of, step_matrix_text
 
 
 @dataclass

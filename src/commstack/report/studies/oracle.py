@@ -48,6 +48,7 @@ from commstack.report.tables import units
 from commstack.simulated import marked, platform
 from commstack.store.files import replace
 from commstack.tune import decide
+from commstack.tune.state import KEY, TuneState, of_campaign
 
 COLLECTIVES = {"Alltoall": "ata", "Allgather": "aga", "Allreduce": "are"}
 TOKENS = {("mapping", "block"): "bl", ("mapping", "cyclic"): "cy", ("UCX_TLS", "all"): "all",
@@ -63,44 +64,14 @@ _NOT_PARAMS = {*SUMMARY_FIELDS, *registry.all_row_keys()}
 Values = Tuple[str, ...]  # an axis value: one string per parameter of the axis
 
 
-@dataclass
-class TuneStep:
-    """What ``commstack tune`` wrote into a step campaign's campaign.json (``tune``)."""
+def defaults_of(tune: TuneState) -> Dict[str, str]:
+    """The incumbent's values as the records' parameters say them."""
+    return {k: str(v) for k, v in tune.incumbent.items()}
 
-    step: str                    # the step's name, or "verify"
-    index: int                   # its place in the plan (verify: number of steps + 1)
-    incumbent: Dict[str, Any]    # the default every candidate must beat
-    rule: "decide.Rule" = field(default_factory=lambda: decide.Rule())
-    steps: List[str] = field(default_factory=list)
-    skipped: List[Dict[str, Any]] = field(default_factory=list)  # settings the stack cannot run
 
-    @classmethod
-    def from_campaign(cls, info: Dict[str, Any]) -> Optional["TuneStep"]:
-        tune = info.get("tune")
-        if not isinstance(tune, dict):
-            return None
-        decision = tune.get("decision") or {}
-        incumbent = dict(tune["incumbent"])
-        order = [a for a in tune.get("axes") or [] if a in incumbent]
-        incumbent = {k: incumbent[k] for k in order + [k for k in incumbent if k not in order]}
-        # Campaigns tuned before the rank-test rule name `noise`/`min_gain`: judged by today's.
-        known = {k: decision[k] for k in ("threshold", "alpha", "correction", "allow_losses")
-                 if k in decision}
-        return cls(str(tune.get("step")), int(tune.get("index", 1)), incumbent,
-                   decide.Rule(**known), list(tune.get("steps") or []),
-                   list(tune.get("skipped") or []))
-
-    @property
-    def defaults(self) -> Dict[str, str]:
-        return {k: str(v) for k, v in self.incumbent.items()}
-
-    @property
-    def verify(self) -> bool:
-        return self.step == "verify"
-
-    def rule_text(self) -> str:
-        return ("it is faster than the default at a message size by the tuner's rule: "
-                + self.rule.text())
+def rule_text(tune: TuneState) -> str:
+    return ("it is faster than the default at a message size by the tuner's rule: "
+            + tune.rule.text())
 
 
 @dataclass
@@ -290,7 +261,7 @@ def default_curve(case: Case, defaults: Dict[str, str], held: Optional[Curve] = 
     return found[0] if len(found) == 1 else None
 
 
-def judge(case: Case, default: Curve, tune: TuneStep) -> Verdict:
+def judge(case: Case, default: Curve, tune: TuneState) -> Verdict:
     """The tuner's decision rule over the curves' repeats, the default as the incumbent. In a
     verify campaign the curve shown against the default is the tuned one either way."""
     data = {c.point_id: {s: c.samples.get(s) or [c.values[s]] for s in c.values}
@@ -307,7 +278,7 @@ def judge(case: Case, default: Curve, tune: TuneStep) -> Verdict:
     return verdict
 
 
-def compare_sizes(verdict: Verdict, tune: TuneStep, lower_is_better: bool = True) -> None:
+def compare_sizes(verdict: Verdict, tune: TuneState, lower_is_better: bool = True) -> None:
     """Per message size: the chosen curve faster or slower than the default by the tuner's
     rule (the sizes one family, corrected together)."""
     sizes = sorted(set(verdict.chosen.values) & set(verdict.default.values))
@@ -410,11 +381,11 @@ def _save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def step_plots(case: Case, out_dir: Path, tune: TuneStep, chosen: Curve) -> List[StudyPlot]:
+def step_plots(case: Case, out_dir: Path, tune: TuneState, chosen: Curve) -> List[StudyPlot]:
     """The step's candidates, one line each (per combination of the other varying axes)."""
     plt = pyplot()
     plots: List[StudyPlot] = []
-    defaults = tune.defaults
+    defaults = defaults_of(tune)
     for axis in case.axes:
         others = [a for a in case.axes if a is not axis]
         combos = sorted({tuple(c.at(a) for a in others) for c in case.curves})
@@ -445,7 +416,7 @@ def step_plots(case: Case, out_dir: Path, tune: TuneStep, chosen: Curve) -> List
     return plots
 
 
-def tuned_vs_default_plot(case: Case, verdict: Verdict, out_dir: Path, tune: TuneStep
+def tuned_vs_default_plot(case: Case, verdict: Verdict, out_dir: Path, tune: TuneState
                           ) -> StudyPlot:
     from commstack.log_axes import plain_log_axes
 
@@ -494,7 +465,7 @@ def images_csv(plots: List[StudyPlot]) -> str:
     return buf.getvalue()
 
 
-def _candidates_table(case: Case, verdict: Verdict, tune: TuneStep) -> List[str]:
+def _candidates_table(case: Case, verdict: Verdict, tune: TuneState) -> List[str]:
     """Every candidate against the default, size by size, by the tuner's rule."""
     rows: List[List[object]] = []
     for curve in sorted(case.curves, key=lambda c: c is not verdict.default):
@@ -510,7 +481,7 @@ def _candidates_table(case: Case, verdict: Verdict, tune: TuneStep) -> List[str]
 
 
 def oracle_section(summary: List[Dict[str, Any]], axes: Sequence[Axis], out_dir: Path,
-                   tune: TuneStep, hidden: AbstractSet[str] = frozenset(),
+                   tune: TuneState, hidden: AbstractSet[str] = frozenset(),
                    simulated: Optional[Dict[str, str]] = None
                    ) -> Tuple[List[str], List[StudyPlot]]:
     """Markdown lines and the plots written, for a campaign of a staged tuning; ``simulated``:
@@ -527,7 +498,7 @@ def oracle_section(summary: List[Dict[str, Any]], axes: Sequence[Axis], out_dir:
                 + ", ".join(tune.steps))
              + "). Default (the incumbent): "
              + (", ".join(f"{k}={v}" for k, v in tune.incumbent.items()) or "none") + ". "
-             f"A candidate replaces it only when {tune.rule_text()} (the tuner's rule, "
+             f"A candidate replaces it only when {rule_text(tune)} (the tuner's rule, "
              "`src/commstack/tune/decide.py`), judged on this campaign's repeats. Plots: line "
              "the median, band its 95 % interval over the repeats; file names as in the study "
              "(`{coll}_{nodes}_{ppn}_{step}`), described in `oracle_images.csv`.", ""]
@@ -543,7 +514,7 @@ def oracle_section(summary: List[Dict[str, Any]], axes: Sequence[Axis], out_dir:
     plots: List[StudyPlot] = []
     for case in found:
         lines += [f"### {case.title} ({case.np} processes, {units(case.metric)})", ""]
-        default = default_curve(case, tune.defaults)
+        default = default_curve(case, defaults_of(tune))
         if default is None:
             lines += ["The default configuration ("
                       + ", ".join(f"{k}={v}" for k, v in tune.incumbent.items())
@@ -575,12 +546,16 @@ def _last_matrix(context: Context) -> Optional[dict]:
     return yaml.safe_load(copies[-1].read_text()) if copies else None
 
 
+def _state(context: Context) -> Optional[TuneState]:
+    return of_campaign(context.info, context.campaign.root / "campaign.json")
+
+
 def _applies(context: Context) -> bool:
-    return bool(context.swept) and TuneStep.from_campaign(context.info) is not None
+    return bool(context.swept) and _state(context) is not None
 
 
 def _section(context: Context) -> List[str]:
-    tune = TuneStep.from_campaign(context.info)
+    tune = _state(context)
     if tune is None:
         return []
     matrix = _last_matrix(context)
@@ -594,4 +569,4 @@ def _section(context: Context) -> List[str]:
 
 
 STUDY = Study("oracle", _applies, _section, files=("oracle_images.csv",),
-              needs_rows=lambda record, info: isinstance(info.get("tune"), dict))
+              needs_rows=lambda record, info: isinstance(info.get(KEY), dict))
