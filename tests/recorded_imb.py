@@ -33,3 +33,31 @@ def local_plan(folder: Path, name: str, text: str) -> Path:
     plan.parent.mkdir(parents=True)
     plan.write_text(text)
     return plan
+
+
+def recorded_plan(campaign: str, repeats: int, defaults: str, steps: str, more: str = "") -> str:
+    """A tuning plan over the recorded IMB (``EXE`` stands for its path) launched by Intel MPI:
+    ``defaults`` the flow mapping's inside, ``steps`` the steps' list, ``more`` further keys."""
+    return dedent(f"""\
+        campaign: {campaign}
+        base:
+          benchmark: imb-mpi1
+          repeats: {repeats}
+          timeout: 60
+          stacks:
+            impi: {{flavour: intelmpi, prefix: "${{I_MPI_ROOT}}"}}
+          parameters: {{stack: impi, ranks_per_node: 1, executable: EXE}}
+        cases:
+          benchmarks: [PingPong]
+        defaults: {{{defaults}}}
+        steps:
+        """) + dedent(steps) + dedent(more)
+
+
+# Two steps over Intel MPI's Allreduce and Bcast algorithms, the second carrying its incumbent.
+TWO_STEPS = """\
+      - name: allreduce
+        product: {I_MPI_ADJUST_ALLREDUCE: [1, 4]}
+      - name: bcast
+        product: {I_MPI_ADJUST_BCAST: [1, 2]}
+    """

@@ -13,28 +13,11 @@ import pytest
 from commstack.matrix.model import MatrixError
 from commstack.tune.carry import measured
 from commstack.tune.plan import load_plan
-from tests.recorded_imb import local_plan, recorded_imb
+from tests.recorded_imb import TWO_STEPS, local_plan, recorded_imb, recorded_plan
 from tests.sweeps import commstack
 
-PLAN = """
-    campaign: carried
-    base:
-      benchmark: imb-mpi1
-      repeats: 4
-      timeout: 60
-      stacks:
-        impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
-      parameters: {stack: impi, ranks_per_node: 1, executable: EXE}
-    cases:
-      benchmarks: [PingPong]
-    defaults: {I_MPI_ADJUST_ALLREDUCE: 1, I_MPI_ADJUST_BCAST: 1}
-    steps:
-      - name: allreduce
-        product: {I_MPI_ADJUST_ALLREDUCE: [1, 4]}
-      - name: bcast
-        product: {I_MPI_ADJUST_BCAST: [1, 2]}
-    carry_incumbent: true
-    """
+PLAN = recorded_plan("carried", 4, "I_MPI_ADJUST_ALLREDUCE: 1, I_MPI_ADJUST_BCAST: 1", TWO_STEPS,
+                     "carry_incumbent: true\n")
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import pytest
 from commstack.matrix.model import MatrixError
 from commstack.tune import decide as rule
 from commstack.tune.racing import Racing, load_racing, race
-from tests.recorded_imb import local_plan, recorded_imb
+from tests.recorded_imb import local_plan, recorded_imb, recorded_plan
 from tests.sweeps import commstack
 
 SIZES = [2 ** k for k in range(0, 20, 2)]  # 10 sizes
@@ -106,23 +106,10 @@ def test_racing_settings_are_checked(raw, message):
         load_racing(Path("plan.yaml"), raw, 8)
 
 
-PLAN = """
-    campaign: raced
-    base:
-      benchmark: imb-mpi1
-      repeats: 6
-      timeout: 60
-      stacks:
-        impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
-      parameters: {stack: impi, ranks_per_node: 1, executable: EXE}
-    cases:
-      benchmarks: [PingPong]
-    defaults: {I_MPI_ADJUST_ALLREDUCE: 1}
-    steps:
+PLAN = recorded_plan("raced", 6, "I_MPI_ADJUST_ALLREDUCE: 1", """\
       - name: algorithm
         product: {I_MPI_ADJUST_ALLREDUCE: [1, 2, 3, 4]}
-    racing: {first: 6, round: 2, most: 8}
-    """
+    """, "racing: {first: 6, round: 2, most: 8}\n")
 
 
 @pytest.fixture(scope="module")

@@ -15,29 +15,12 @@ from commstack.errors import CampaignError
 from commstack.store.files import dump_json
 from commstack.tune.decide import Rule
 from commstack.tune.state import KEY, TuneState, of_campaign
-from tests.recorded_imb import local_plan, recorded_imb
+from tests.recorded_imb import TWO_STEPS, local_plan, recorded_imb, recorded_plan
 from tests.sweeps import commstack
 
-PLAN = """
-    campaign: state
-    base:
-      benchmark: imb-mpi1
-      repeats: 2
-      timeout: 60
-      stacks:
-        impi: {flavour: intelmpi, prefix: "${I_MPI_ROOT}"}
-      parameters: {stack: impi, ranks_per_node: 1, executable: EXE}
-    cases:
-      benchmarks: [PingPong]
-    defaults: {I_MPI_ADJUST_BCAST: 1, I_MPI_ADJUST_ALLREDUCE: 1}
-    steps:
-      - name: allreduce
-        product: {I_MPI_ADJUST_ALLREDUCE: [1, 4]}
-      - name: bcast
-        product: {I_MPI_ADJUST_BCAST: [1, 2]}
-    decision: {threshold: 0.1, alpha: 0.1, correction: holm}
-    carry_incumbent: true
-    """
+PLAN = recorded_plan("state", 2, "I_MPI_ADJUST_BCAST: 1, I_MPI_ADJUST_ALLREDUCE: 1", TWO_STEPS,
+                     "decision: {threshold: 0.1, alpha: 0.1, correction: holm}\n"
+                     "carry_incumbent: true\n")
 
 
 @pytest.fixture(scope="module")
