@@ -96,6 +96,23 @@ def test_builds_github_identical_tarball_in_spack_layout(tmp_path, clones):
     assert names == ["tiny-1.0", "tiny-1.0/README", "tiny-1.0/src", "tiny-1.0/src/main.c"]
 
 
+def test_a_pathspec_after_the_ref_leaves_a_file_out(tmp_path, clones):
+    """flux-core's row: ``<tag> :(exclude)<path>`` archives the tag without that file (one the
+    clone lacks), the same bytes as the shell pipeline with that pathspec."""
+    ref = "v1.0 :(exclude)src/main.c"
+    sha = subprocess.run(
+        f"git -C '{clones / 'tiny'}' archive --format=tar --prefix=tiny-1.0/ v1.0 "
+        "':(exclude)src/main.c' | gzip -n | sha256sum",
+        shell=True, check=True, capture_output=True, text=True).stdout.split()[0]
+    assert sha != github_tarball_sha256(clones / "tiny", "v1.0", "tiny-1.0/")
+    rows = [("tiny", "1.0-less", "https://github.com/example/tiny.git", ref, "tiny-1.0/", sha)]
+    out = tmp_path / "mirror"
+    proc = run_mirror(manifest(tmp_path, rows), clones, out)
+    assert proc.returncode == 0, proc.stderr
+    with tarfile.open(out / "tiny" / "tiny-1.0-less.tar.gz") as tf:
+        assert sorted(tf.getnames()) == ["tiny-1.0", "tiny-1.0/README"]
+
+
 def test_idempotent(tmp_path, clones):
     sha = github_tarball_sha256(clones / "tiny", "v1.0", "tiny-1.0/")
     sources, out = manifest(tmp_path, [row(clones, "1.0", sha)]), tmp_path / "mirror"

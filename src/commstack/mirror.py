@@ -19,6 +19,8 @@ nothing is overwritten. Files appear atomically (written aside, then hard-linked
 The manifest (``packages/mirror-sources.tsv``) is tab-separated with a header row: ``package``,
 ``version``, ``git_url``, ``ref``, ``tar_prefix``, ``sha256`` and optionally ``git_dir`` (the
 clone, relative to ``--clones``; default: the last component of ``git_url`` without ``.git``).
+A git ``ref`` may be followed by git pathspecs (``v0.81.0 :(exclude)<path>``) that leave a file
+out of the archive (one the clone lacks; the sha256 is then of that archive, not GitHub's).
 ``tar_prefix`` ``-`` means "``ref`` is ``<commit>:<path>`` of a ready-made archive"; ``file`` means
 "``ref`` is a ready-made archive, a file in the clone directory (a download directory then)",
 and ``git_url`` is where it was downloaded from: when that is a Debian ``.dsc``, the ``.dsc``
@@ -167,13 +169,15 @@ def make_archive(git_dir: Path, ref: str, tar_prefix: str) -> bytes:
         if proc.returncode != 0:
             raise MirrorError(f"{ref!r} is not a file in {git_dir}: {proc.stderr.decode().strip()}")
         return proc.stdout
+    ref, *pathspecs = ref.split()  # "<tag> :(exclude)<path>": a file left out of the archive
     check = _git(git_dir, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}",
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if check.returncode != 0:
         raise MirrorError(f"ref {ref!r} not found in {git_dir}")
     # GNU gzip, not Python's zlib: the two deflate implementations produce different bytes.
     archive = subprocess.Popen(
-        ["git", "-C", str(git_dir), "archive", "--format=tar", f"--prefix={tar_prefix}", ref],
+        ["git", "-C", str(git_dir), "archive", "--format=tar", f"--prefix={tar_prefix}", ref,
+         *pathspecs],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     gzip = subprocess.run(["gzip", "-n"], stdin=archive.stdout, stdout=subprocess.PIPE,
