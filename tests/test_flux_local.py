@@ -188,6 +188,25 @@ def test_batch_submit_and_cancel_are_accounted(instance: Instance) -> None:
     assert (job["state"], job["result"], job["success"]) == ("INACTIVE", "CANCELED", False)
 
 
+def test_alloc_starts_an_instance_inside_the_instance(instance: Instance) -> None:
+    """flux alloc --bg: a 2-node Flux instance as a job. In a test instance its URI is ssh://vm/...
+    and ssh to this machine is refused; FLUX_URI_RESOLVE_LOCAL=1 makes it local:// (flux-uri(1))."""
+    env = {**instance.env, "FLUX_URI_RESOLVE_LOCAL": "1"}
+    alloc = subprocess.run([instance.exe, "alloc", "-N2", "--bg", "--job-name=sub"], env=env,
+                           cwd=instance.workdir, capture_output=True, text=True, timeout=120)
+    assert alloc.returncode == 0, alloc.stderr
+    jobid = alloc.stdout.strip()
+    uri = instance.flux("uri", "--local", jobid)
+    assert uri.returncode == 0 and uri.stdout.startswith("local://"), uri.stdout + uri.stderr
+    inner = subprocess.run([instance.exe, "resource", "list", "-n", "-o", "{state} {nnodes}"],
+                           env={**instance.env, "FLUX_URI": uri.stdout.strip()},
+                           capture_output=True, text=True, timeout=60)
+    assert inner.stdout.split("\n")[0] == "free 2", inner.stdout + inner.stderr
+    assert instance.flux("cancel", jobid).returncode == 0
+    assert instance.flux("job", "wait-event", "-t", "60", jobid, "clean").returncode == 0
+    assert _jobs(instance)["sub"]["result"] == "CANCELED"
+
+
 def shell_affinity(text: str) -> Dict[int, str]:
     """The job shell's ``-o cpu-affinity=verbose,per-task`` lines: task rank -> its cpus."""
     return {int(t): cpus for t, cpus in
