@@ -40,7 +40,7 @@ def _imb_processes(text: str) -> List[int]:
 
 @pytest.mark.parametrize("name, world", [
     ("impi-N1-n2-per-task", 2), ("impi-N1-n2-default", 2), ("impi-N2-n4-per-task", 4),
-    ("impi-no-pmi-library", 2), ("openmpi-N1-n2-per-task", 2), ("openmpi-N2-n4-per-task", 4),
+    ("impi-no-pmi-library", 2), ("impi-pmi2", 2), ("openmpi-N1-n2-per-task", 2), ("openmpi-N2-n4-per-task", 4),
     ("mpich-N1-n2-per-task", 2), ("mpich-N2-n4-per-task", 4)])
 def test_recorded_runs_are_one_world(name: str, world: int) -> None:
     text = (FIXTURES / f"{name}.txt").read_text()
@@ -85,6 +85,8 @@ def test_recorded_openmpi_selects_its_flux_component_and_impi_its_own_pmi() -> N
     assert "tasks [0-1] on cores 0-1" in impi  # the shell's own placement line (-o verbose=1)
     own = (FIXTURES / "impi-no-pmi-library.txt").read_text()
     assert "PMI API: pmi" in own and "PMI calls are forwarded" not in own
+    pmi2 = (FIXTURES / "impi-pmi2.txt").read_text()
+    assert "PMI API: pmi2" in pmi2 and re.search(r"forwarded to <FLUX>/lib/flux/libpmi2\.so$", pmi2, re.M)
 
 
 def test_recorded_session_accounts_for_every_job() -> None:
