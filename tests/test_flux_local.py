@@ -98,6 +98,25 @@ def test_recorded_session_accounts_for_every_job() -> None:
                        "hostname": "COMPLETED"}
 
 
+@pytest.mark.parametrize("mpi", ["impi", "openmpi", "mpich"])
+def test_recorded_bound_brokers_give_each_node_its_own_core(mpi: str) -> None:
+    """flux start --test-size=2 --wrap=<taskset -c $PMI_RANK>: 2 nodes of 1 core each, so a
+    2-node step has its ranks on different cores, as on two real nodes."""
+    assert re.search(r"^\s+free\s+2\s+2\s+0 vm,vm$", (FIXTURES / "bound-resources.txt").read_text(),
+                     re.M)
+    text = (FIXTURES / f"bound-{mpi}-N2-n2.txt").read_text()
+    assert shell_affinity(text) == {0: "0", 1: "1"}
+    assert _imb_processes(text) == [2]
+    if mpi == "impi":
+        bindings, _ = reports.intelmpi(text)
+        assert {b.rank: sorted(b.cpus) for b in bindings} == {0: [0], 1: [1]}
+        assert "libfabric provider: tcp" in text  # two nodes to Intel MPI: its network path
+    elif mpi == "openmpi":
+        assert text.count("init of component vader returned failure") == 2  # no local peer
+    else:
+        assert "ep_cfg[1]: tag(sysv/memory cma/memory)" in text  # UCX finds the peer's memory
+
+
 # --- a live instance --------------------------------------------------------------------------
 
 def flux_executable() -> "str | None":
@@ -112,15 +131,16 @@ def flux_executable() -> "str | None":
 
 
 class Instance:
-    """A running ``flux start --test-size=3``; ``flux(...)`` runs a flux command in it."""
+    """A running ``flux start --test-size=3`` (or other ``start`` arguments); ``flux(...)`` runs
+    a flux command in it."""
 
-    def __init__(self, exe: str, workdir: Path) -> None:
+    def __init__(self, exe: str, workdir: Path, start=("--test-size=3",)) -> None:
         self.exe = exe
         self.workdir = workdir
         uri_file = workdir / "uri"
         # The initial program records the instance's URI, then waits to be shut down.
         self.proc = subprocess.Popen(
-            [exe, "start", "--test-size=3", "sh", "-c", f'echo "$FLUX_URI" > {uri_file}; '
+            [exe, "start", *start, "sh", "-c", f'echo "$FLUX_URI" > {uri_file}; '
              "exec sleep 3600"], cwd=workdir, start_new_session=True,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
@@ -249,3 +269,41 @@ def test_debian_mpi_imb_is_one_world(instance: Instance, local_imb_bins, flavour
     exe = local_imb_bins[flavour] / "IMB-MPI1"
     assert _imb_processes(_imb(instance, f"{flavour}-imb", 1, 2, [], exe).stdout) == [2]
     assert _imb_processes(_imb(instance, f"{flavour}-imb-4", 2, 4, [], exe).stdout) == [4]
+
+
+@pytest.fixture(scope="module")
+def bound_instance(tmp_path_factory):
+    """Two brokers, broker i bound to core i by flux start's --wrap: one core per node."""
+    exe = flux_executable()
+    if exe is None:
+        pytest.skip(NO_FLUX)
+    if len(os.sched_getaffinity(0)) < 2 or shutil.which("taskset") is None:
+        pytest.skip("skipped: bound brokers need 2 cores and taskset (util-linux)")
+    workdir = tmp_path_factory.mktemp("flux-bound")
+    wrapper = workdir / "bind-broker.sh"
+    cores = sorted(os.sched_getaffinity(0))[:2]
+    wrapper.write_text("#!/bin/sh\n"
+                       f'case "$PMI_RANK" in 0) core={cores[0]} ;; *) core={cores[1]} ;; esac\n'
+                       'exec taskset -c "$core" "$@"\n')
+    wrapper.chmod(0o755)
+    inst = Instance(exe, workdir, ["--test-size=2", f"--wrap={wrapper}"])
+    yield inst, cores
+    inst.stop()
+
+
+@pytest.mark.mpi
+def test_bound_brokers_place_a_two_node_step_on_two_cores(bound_instance, impi_root) -> None:
+    inst, cores = bound_instance
+    listing = inst.flux("resource", "list", "-n", "-o", "{state} {nnodes} {ncores}")
+    assert listing.stdout.split("\n")[0] == "free 2 2", listing.stdout
+    pmi = Path(inst.exe).resolve().parents[1] / "lib" / "flux" / "libpmi.so"
+    env = [f"--env=I_MPI_ROOT={impi_root}", f"--env=LD_LIBRARY_PATH={impi_root / 'lib'}",
+           f"--env=I_MPI_PMI_LIBRARY={pmi}", "--env=I_MPI_DEBUG=4"]
+    run = inst.flux("run", "-N2", "-n2", "-o", "cpu-affinity=verbose,per-task",
+                    "--job-name=bound-impi", *env, str(impi_root / "bin" / "IMB-MPI1"), *IMB_ARGS,
+                    timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert shell_affinity(run.stderr) == {0: str(cores[0]), 1: str(cores[1])}, run.stderr
+    bindings, _ = reports.intelmpi(run.stdout)
+    assert {b.rank: sorted(b.cpus) for b in bindings} == {0: [cores[0]], 1: [cores[1]]}
+    assert _imb_processes(run.stdout) == [2]
