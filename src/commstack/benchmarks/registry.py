@@ -47,6 +47,12 @@ def _figures_by_key() -> Dict[str, FigureOfMerit]:
 _FIGURES = _figures_by_key()
 
 
+# Output format -> its family's first benchmark: asked per record by the guidelines and imports.
+_BY_FORMAT: Dict[str, Benchmark] = {}
+for _bench in BENCHMARKS.values():
+    _BY_FORMAT.setdefault(_bench.format, _bench)
+
+
 def names() -> List[str]:
     return list(BENCHMARKS)
 
@@ -60,13 +66,13 @@ def get(name: str) -> Benchmark:
 
 def formats() -> List[str]:
     """Output format names (``commstack parse --benchmark``), one per family parser."""
-    return list(dict.fromkeys(b.format for b in BENCHMARKS.values()))
+    return list(_BY_FORMAT)
 
 
 def family(format: str) -> Optional[Benchmark]:
     """The first benchmark of output format ``format`` (what a family says of itself is the same
     on each of its benchmarks), or None."""
-    return next((b for b in BENCHMARKS.values() if b.format == format), None)
+    return _BY_FORMAT.get(format)
 
 
 def import_formats() -> List[str]:
@@ -85,11 +91,9 @@ def collectives(benchmark: Optional[str]) -> Optional[Tuple[str, Collectives]]:
 
 def parser_for(name: str) -> Callable[[str], Output]:
     """The parse function for a benchmark name ('imb-mpi1') or an output format ('imb')."""
-    if name in BENCHMARKS:
-        return BENCHMARKS[name].parse
-    for bench in BENCHMARKS.values():
-        if bench.format == name:
-            return bench.parse
+    found = BENCHMARKS.get(name) or _BY_FORMAT.get(name)
+    if found is not None:
+        return found.parse
     raise KeyError(f"unknown benchmark or output format {name!r}; known formats: "
                    f"{', '.join(formats())}; benchmarks: {', '.join(BENCHMARKS)}")
 
