@@ -54,8 +54,8 @@ def execute(args: argparse.Namespace) -> int:
         raise CampaignError("a tuning plan is needed (or --import-reference)")
 
     from commstack.benchmarks import registry
-    from commstack.launch.allocation import Allocation
     from commstack.machine import find_machine
+    from commstack.schedulers import registry as schedulers
     from commstack.store.files import replace
     from commstack.tune import export
     from commstack.tune.plan import load_plan
@@ -80,7 +80,7 @@ def execute(args: argparse.Namespace) -> int:
     if node_type:
         plan.base["node_type"] = node_type  # the step matrices carry it (--constraint etc.)
     machine = find_machine(machine_name, plan.path.parent, node_type)
-    allocation = None if args.local else Allocation.from_environment()
+    allocation = None if args.local else schedulers.current_allocation()
 
     def campaign_root(kind: str | None) -> Path:
         name = args.campaign or plan.campaign
