@@ -25,7 +25,7 @@ from commstack.schedulers.base import Scheduler
 from commstack.store import state_log, tidy_index
 from commstack.store.campaign import Attempt
 from commstack.store.files import write_new
-from commstack.store.record import Record, SlurmStep, UcxReport  # SlurmStep: the record's step
+from commstack.store.record import JobStep, Record, UcxReport
 
 
 def run_attempt(session: Session, prepared: PreparedPoint, attempt: Attempt,
@@ -112,9 +112,9 @@ def read_output(matrix: Matrix, parse: Callable[[str], Output], status: str, tex
 
 
 def _step(scheduler: Scheduler, allocation: Allocation, command: LaunchCommand, stderr: str
-          ) -> SlurmStep:
+          ) -> JobStep:
     """Where the run's step ran, as its scheduler reads it from the launcher's output."""
-    return SlurmStep(**scheduler.step_record(allocation, command, stderr))  # type: ignore[arg-type]
+    return JobStep(**scheduler.step_record(allocation, command, stderr))  # type: ignore[arg-type]
 
 
 def _version_texts(session: Path, stack: ResolvedStack) -> Dict[str, str]:

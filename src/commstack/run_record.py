@@ -16,7 +16,7 @@ from commstack.matrix.model import Matrix
 from commstack.plan import PreparedPoint
 from commstack.schedulers.allocation import Allocation
 from commstack.store.campaign import Attempt, Campaign
-from commstack.store.record import Placement, Record, Row, SlurmStep, StackInfo, UcxReport
+from commstack.store.record import JobStep, Placement, Record, Row, StackInfo, UcxReport
 
 STDOUT, STDERR = "stdout.txt", "stderr.txt"  # in the attempt folder
 
@@ -57,7 +57,7 @@ class Happened:
     placement: Optional[Dict[str, Any]]
     components_used: Optional[Dict[str, Any]]
     ucx: UcxReport
-    step: Optional[SlurmStep]  # where its scheduler ran it (the record's historical `slurm`)
+    step: Optional[JobStep]  # where its scheduler ran it (the record's historical `slurm`)
     simulation: Optional[Dict[str, Any]]
 
 

@@ -24,7 +24,7 @@ def add_matrix_arguments(p: argparse.ArgumentParser) -> None:
 
 
     p.add_argument("--local", action="store_true",
-                   help="launch with mpirun/mpiexec on this node even inside a Slurm allocation")
+                   help="launch with mpirun/mpiexec on this node even inside an allocation")
     p.add_argument("--nodes", type=int, default=None, help="only the points with this node count")
     p.add_argument("--shard", default=None, metavar="I/N",
                    help="only every N-th point starting at I (job arrays use this)")

@@ -1,4 +1,4 @@
-"""Submit a matrix to Slurm as batch jobs; --resume resubmits what is not done.
+"""Submit a matrix to the machine's scheduler as batch jobs; --resume resubmits what is not done.
 
 One batch job per node-count group, or job arrays.
 """
@@ -37,7 +37,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--constraint")
     p.add_argument("--dry-run", action="store_true", help="print the batch scripts, submit nothing")
     p.add_argument("--no-machine-check", action="store_true",
-                   help="submit even if this host contradicts machine.yaml (node layout, srun plugins)")
+                   help="submit even if this host contradicts machine.yaml (node layout, step MPI plugins)")
 
 
 def execute(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="tune on this node type of machine.yaml (e.g. nps1, nps2 on "
                         "bm-optimized3-36; default: the plan's base.node_type, else the "
                         "machine's default); the campaign is <campaign>-<NAME>")
-    p.add_argument("--local", action="store_true", help="mpirun on this node even in Slurm")
+    p.add_argument("--local", action="store_true", help="mpirun on this node even inside an allocation")
     p.add_argument("--retry-failed", action="store_true",
                    help="steps not decided yet run their failed runs again (a new attempt each)")
     p.add_argument("--budget", type=int, default=None, metavar="RUNS",
