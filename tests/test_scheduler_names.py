@@ -45,11 +45,11 @@ ALLOWED: Dict[str, Dict[str, int]] = {
     "rehearsals run on the local Slurm test cluster, machine slurm-ci, by definition (salloc "
     "when not in a job; site-configs/slurm-ci/counterparts.yaml)": {
         "cli/rehearse.py": 2, "rehearsal/counterparts.py": 1, "report/rehearsal_banner.py": 1},
-    "machine facts are written in Slurm's words (mapping.<m>.srun, `command: srun`), and the "
+    "machine facts are written in Slurm's words (launchers.<flavour>.command: srun), and the "
     "machine check and capture probe Slurm itself (version, partitions, accounts, srun's MPI "
     "plugins, node record, cluster name); the machine floor (6) stands below the schedulers (7). "
     "Next step: these move to Scheduler methods the machine check is handed": {
-        "machine/__init__.py": 4, "machine/capture/readings.py": 12, "machine/check/checks.py": 12,
+        "machine/__init__.py": 1, "machine/capture/readings.py": 12, "machine/check/checks.py": 12,
         "machine/check/externals.py": 2, "machine/check/identity.py": 7,
         "machine/check/probes.py": 23},
 }

@@ -57,13 +57,20 @@ def _step(spec: LaunchSpec) -> Tuple[List[str], Dict[str, str], Expected]:
             "-n", str(req.ranks), *per_task, binding, "--kill-on-bad-exit=1"]
     distribution: List[str] = []
     if mapping:
-        declared = spec.facts.distribution
+        declared = _declared_distribution(spec)
         distribution = declared if declared is not None else DEFAULT_DISTRIBUTION[mapping]
     expected = dataclasses.replace(
         spec.expected, reports=(*spec.expected.reports, "slurm"),
         node_order=_node_order(distribution), cpus=spec.cpus,
         cpus_per_rank=int(per_task[0].split("=")[1]) if per_task else None)
     return argv + distribution, spec.flavour.step_env(spec.placement, spec.env), expected
+
+
+def _declared_distribution(spec: LaunchSpec) -> Optional[List[str]]:
+    """srun's arguments for the point's mapping (machine.yaml's mapping.<m>.srun), or None when
+    not declared."""
+    args = spec.facts.mapping_facts.get(SRUN)
+    return None if args is None else [str(a) for a in args]
 
 
 def srun_command(point: Point, benchmark: Benchmark, stack: ResolvedStack,
