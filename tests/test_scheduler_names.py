@@ -26,11 +26,11 @@ SCHEDULER_MODULE = re.compile(r"^schedulers/slurm(_\w+)?\.py$")
 
 # why the mentions stand -> {module (in src/commstack/): how many}
 ALLOWED: Dict[str, Dict[str, int]] = {
-    "the record schema's historical `slurm` key (record.schema.json), written and read: records "
-    "written since the first campaign keep their step there and must keep loading": {
-        "store/record.py": 4, "store/tidy_index.py": 2, "run_record.py": 1},
-    "reads the record's `slurm` key; the report's wording ('Slurm job') is the golden reports', "
-    "byte for byte": {"report/repeats.py": 11},
+    "the record schema's historical `slurm` key (record.schema.json), written and read as "
+    "Record.step: records written since the first campaign keep their step there and must keep "
+    "loading": {"store/record.py": 5, "run_record.py": 1},
+    "the report's wording of how repeats were taken ('Slurm job') is the golden reports', byte "
+    "for byte (records do not say which scheduler ran them)": {"report/repeats.py": 5},
     "messages and help a user reads: the errors of a multi-node or Cray MPICH point outside an "
     "allocation (tests/test_cli.py and tests/test_flavours.py quote them), the help of the "
     "parameter cpus_per_task (srun's option) and of `commstack parse` (srun's binding report)": {

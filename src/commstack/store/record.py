@@ -185,6 +185,11 @@ class Record:
         return self.stack_info.flavour
 
     @property
+    def step(self) -> Optional[JobStep]:
+        """Where its scheduler ran it (the historical key ``slurm``); None outside a scheduler."""
+        return self.slurm
+
+    @property
     def simulated(self) -> bool:
         return self.simulation is not None
 
