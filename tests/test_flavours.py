@@ -25,7 +25,7 @@ from commstack.launch.stack import resolve
 from commstack.machine import Machine, load_machine_file
 from commstack.matrix.model import Point, Stack
 from commstack.schedulers.slurm import SlurmAllocation as Allocation
-from commstack.schedulers.slurm import srun_command
+from commstack.schedulers.slurm_step import srun_command
 from tests.conftest import REPO
 
 MACHINES = sorted(p.parent.name for p in (REPO / "site-configs").glob("*/machine.yaml"))

@@ -11,12 +11,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from commstack.benchmarks.registry import Benchmark
 from commstack.launch.command import LaunchCommand
 from commstack.launch.spec import LaunchSpec
-from commstack.launch.stack import ResolvedStack
-from commstack.machine import Machine
-from commstack.matrix.model import Point
 from commstack.schedulers import slurm_jobs, slurm_step
 from commstack.schedulers.allocation import Allocation
 from commstack.schedulers.base import JobOptions, JobRequest, Scheduler
@@ -112,12 +108,6 @@ def step_provenance(stderr_text: str) -> Dict[str, object]:
         "step_id": launches[0][1] if launches else None,
         "nodes": nodes,
     }
-
-
-def srun_command(point: Point, benchmark: Benchmark, stack: ResolvedStack,
-                 machine: Optional[Machine], allocation: Allocation) -> LaunchCommand:
-    """The point's srun step (or its own launcher's) in ``allocation``, built from scratch."""
-    return slurm_step.srun_command(point, benchmark, stack, machine, allocation)
 
 
 def _arg(argv: List[str], flag: str) -> Optional[str]:
