@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import re
 import tokenize
 from typing import Dict, List, Set, Tuple
@@ -115,3 +116,11 @@ def test_slurm_is_one_scheduler_behind_the_interface():
     slurm = schedulers["slurm"]
     assert type(slurm).__module__ == "commstack.schedulers.slurm"
     assert registry.for_machine(None) is slurm
+
+
+def test_machine_facts_can_name_every_scheduler():
+    """machine.yaml's scheduler.kind names the machine's scheduler: each scheduler module's name
+    is one of its values (a new scheduler adds its word to machine/schema.json)."""
+    schema = json.loads((PACKAGE / "machine" / "schema.json").read_text())
+    kinds = schema["properties"]["scheduler"]["properties"]["kind"]["enum"]
+    assert set(registry.names()) <= set(kinds), kinds
