@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Callable, Dict, List
 
 from commstack import flavours
-from commstack.launch.slurm import Allocation
 from commstack.machine import find_machine
 from commstack.matrix.load import load_matrix
+from commstack.schedulers.allocation import Allocation
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,10 +21,11 @@ import yaml
 from commstack import flavours
 from commstack.benchmarks import registry
 from commstack.launch.command import LaunchCommand, LaunchError, local_command, machine_launcher
-from commstack.launch.slurm import Allocation, srun_command
 from commstack.launch.stack import resolve
 from commstack.machine import Machine, load_machine_file
 from commstack.matrix.model import Point, Stack
+from commstack.schedulers.slurm import SlurmAllocation as Allocation
+from commstack.schedulers.slurm_step import srun_command
 from tests.conftest import REPO
 
 MACHINES = sorted(p.parent.name for p in (REPO / "site-configs").glob("*/machine.yaml"))

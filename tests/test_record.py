@@ -19,10 +19,12 @@ from commstack.store.record import (
     Placement,
     Record,
     RecordError,
-    SlurmStep,
     StackInfo,
     UcxReport,
     schema,
+)
+from commstack.store.record import (
+    JobStep as SlurmStep,
 )
 from tests.golden.snapshot import CAMPAIGNS
 from tests.sweeps import commstack

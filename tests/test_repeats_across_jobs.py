@@ -14,7 +14,8 @@ from textwrap import dedent
 import pytest
 
 from commstack.report.repeats import how_repeats_were_taken
-from commstack.store.record import Record, SlurmStep
+from commstack.store.record import JobStep as SlurmStep
+from commstack.store.record import Record
 from commstack.sweep import rotated
 from tests import slurm_cluster
 from tests.sweeps import commstack, launcher_stand_ins, ok_counts, records, typed_records

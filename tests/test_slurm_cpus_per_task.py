@@ -81,7 +81,8 @@ def test_a_real_step_gets_the_cpus_per_task(cluster, tmp_path):
         import subprocess, sys
         sys.path.insert(0, {str(REPO / "src")!r})
         from commstack.benchmarks import registry
-        from commstack.launch.slurm import Allocation, srun_command
+        from commstack.schedulers.slurm import SlurmAllocation as Allocation
+        from commstack.schedulers.slurm_step import srun_command
         from commstack.launch.stack import resolve
         from commstack.machine import load_machine_file
         from commstack.matrix.model import Point, Stack

@@ -5,26 +5,27 @@ its record (commstack.run_record) and write it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Optional
 
 from commstack import adaptive, provenance
 from commstack.benchmarks.base import Output, ParseError
 from commstack.evidence_run import components_used
 from commstack.flavours import ompi_coll_evidence
 from commstack.launch import runner
-from commstack.launch.allocation import Allocation
 from commstack.launch.command import LaunchCommand
 from commstack.launch.runner import RunOutcome
-from commstack.launch.slurm import allocation_lost, step_provenance
 from commstack.launch.stack import ResolvedStack
 from commstack.matrix.model import Matrix, deviation_notes
 from commstack.placement.check import CONTRADICTS, MISMATCH_STATUS, record_placement
 from commstack.plan import PreparedPoint
 from commstack.run_record import STDERR, STDOUT, Happened, Reading, Session, record_of_run
+from commstack.schedulers import registry
+from commstack.schedulers.allocation import Allocation
+from commstack.schedulers.base import Scheduler
 from commstack.store import state_log, tidy_index
 from commstack.store.campaign import Attempt
 from commstack.store.files import write_new
-from commstack.store.record import Record, SlurmStep, UcxReport
+from commstack.store.record import JobStep, Record, UcxReport
 
 
 def run_attempt(session: Session, prepared: PreparedPoint, attempt: Attempt,
@@ -59,18 +60,19 @@ def what_happened(session: Session, prepared: PreparedPoint, folder: Path,
     placement and the components it used, each of which may change its status or add a note."""
     text = (folder / STDOUT).read_text(errors="replace")
     err_text = (folder / STDERR).read_text(errors="replace")
-    # Where it ran: the Slurm step, or the simulator and its settings (never a measurement).
+    # Where it ran: the scheduler's step, or the simulator and its settings (never a measurement).
     allocation = session.allocation
-    slurm = _slurm_step(allocation, command, err_text) if allocation else None
+    scheduler = registry.of(allocation) if allocation else None
+    step = _step(scheduler, allocation, command, err_text) if scheduler and allocation else None
     simulation = None if command.simulation is None else command.simulation.as_record(
         _version_texts(session.folder, prepared.stack))
     # What it measured, and the checks that may change its status or add a note.
     reading = read_output(session.matrix, session.parse, outcome.status, text)
-    if reading.status == "crash" and allocation is not None and allocation_lost(
+    if reading.status == "crash" and scheduler and allocation and scheduler.allocation_lost(
             err_text, allocation.job_id):
-        # Not the point's failure: the allocation ended (scancel, time limit). Rerun it.
+        # Not the point's failure: the allocation ended (cancelled, time limit). Rerun it.
         reading.status = "interrupted"
-        reading.notes += ["the Slurm allocation ended under this run"]
+        reading.notes += [f"the {scheduler.label} allocation ended under this run"]
     both = text + "\n" + err_text
     placement = record_placement(command.expected, both, session.folder / "topology.xml")
     if reading.status == "ok" and placement and placement["verdict"] == CONTRADICTS:
@@ -88,7 +90,7 @@ def what_happened(session: Session, prepared: PreparedPoint, folder: Path,
     ucx = UcxReport(**provenance.ucx_report(
         command.full_env(), both, session.known_ucx.get(prepared.stack.name),
         prepared.stack.flavour, prepared.stack.stack.conduit))
-    return Happened(command, outcome, timeout_s, reading, placement, used, ucx, slurm, simulation)
+    return Happened(command, outcome, timeout_s, reading, placement, used, ucx, step, simulation)
 
 
 def read_output(matrix: Matrix, parse: Callable[[str], Output], status: str, text: str
@@ -109,17 +111,10 @@ def read_output(matrix: Matrix, parse: Callable[[str], Output], status: str, tex
     return reading
 
 
-def _slurm_step(allocation: Allocation, command: LaunchCommand, stderr: str) -> SlurmStep:
-    """Where the run's job step ran, from srun's own output and the allocation."""
-    step = step_provenance(stderr)
-    return SlurmStep(job_id=step["job_id"] or allocation.job_id, step_id=step["step_id"],
-                     nodes=step["nodes"], allocation_nodes=allocation.nodes,
-                     tasks_per_node=command.ranks // max(1, int(_arg(command.argv, "-N") or 1)),
-                     partition=allocation.partition)
-
-
-def _arg(argv: List[str], flag: str) -> Optional[str]:
-    return argv[argv.index(flag) + 1] if flag in argv else None
+def _step(scheduler: Scheduler, allocation: Allocation, command: LaunchCommand, stderr: str
+          ) -> JobStep:
+    """Where the run's step ran, as its scheduler reads it from the launcher's output."""
+    return JobStep(**scheduler.step_record(allocation, command, stderr))  # type: ignore[arg-type]
 
 
 def _version_texts(session: Path, stack: ResolvedStack) -> Dict[str, str]:

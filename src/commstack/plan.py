@@ -7,15 +7,15 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 from commstack.benchmarks.registry import Benchmark
-from commstack.launch.allocation import Allocation
 from commstack.launch.builder import benchmark_argv, build
 from commstack.launch.command import LaunchCommand, local
-from commstack.launch.slurm import srun
 from commstack.launch.stack import ResolvedStack, StackError, resolve
 from commstack.machine import Machine, machine_launcher
 from commstack.matrix.expand import expand
 from commstack.matrix.model import Matrix, Point
 from commstack.matrix.parameters import matrix_name
+from commstack.schedulers import registry
+from commstack.schedulers.allocation import Allocation
 
 
 @dataclass
@@ -43,7 +43,8 @@ def prepare(matrix: Matrix, machine: Optional[Machine] = None,
             review: bool = False) -> Plan:
     """Expand and build every command; raise on any problem before anything is launched.
 
-    Inside a Slurm allocation points become srun steps, otherwise local mpirun/mpiexec runs.
+    Inside an allocation points become steps of its scheduler's, otherwise local mpirun/mpiexec
+    runs.
     ``select`` keeps a subset of the points (one node-count group, one shard of an array).
     ``review``: stacks not installed here do not stop the plan; each prepared point's stack lists
     what is unresolved (`commstack plan` of another machine's campaign; nothing is launched).
@@ -88,7 +89,8 @@ def _command(point: Point, benchmark: Benchmark, stack: ResolvedStack, machine: 
              allocation: Optional[Allocation]) -> Tuple[LaunchCommand, Dict[str, str]]:
     """The point's command, and the variables its evidence run adds (flavour.evidence_env)."""
     spec = build(point, benchmark, stack, machine, allocation)
-    command = local(spec) if allocation is None or spec.simulated else srun(spec)
+    command = (local(spec) if allocation is None or spec.simulated
+               else registry.of(allocation, machine).step(spec))
     return command, spec.flavour.evidence_env(command.env)
 
 

@@ -10,13 +10,13 @@ from typing import Any, Callable, Dict, List, Optional
 
 from commstack import provenance
 from commstack.benchmarks.base import Output
-from commstack.launch.allocation import Allocation
 from commstack.launch.command import LaunchCommand
 from commstack.launch.runner import RunOutcome
 from commstack.matrix.model import Matrix
 from commstack.plan import PreparedPoint
+from commstack.schedulers.allocation import Allocation
 from commstack.store.campaign import Attempt, Campaign
-from commstack.store.record import Placement, Record, Row, SlurmStep, StackInfo, UcxReport
+from commstack.store.record import JobStep, Placement, Record, Row, StackInfo, UcxReport
 
 STDOUT, STDERR = "stdout.txt", "stderr.txt"  # in the attempt folder
 
@@ -57,7 +57,7 @@ class Happened:
     placement: Optional[Dict[str, Any]]
     components_used: Optional[Dict[str, Any]]
     ucx: UcxReport
-    slurm: Optional[SlurmStep]
+    step: Optional[JobStep]  # where its scheduler ran it (the record's historical `slurm`)
     simulation: Optional[Dict[str, Any]]
 
 
@@ -98,7 +98,7 @@ def record_of_run(session: Session, prepared: PreparedPoint, attempt: Attempt,
         ucx=happened.ucx,
         session=session.folder.name,
         topology=session.topology,
-        slurm=happened.slurm,
+        slurm=happened.step,
         components_used=happened.components_used,
         stdout=STDOUT,
         stderr=STDERR,

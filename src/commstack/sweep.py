@@ -33,13 +33,13 @@ from commstack.benchmarks import registry
 from commstack.errors import CampaignError
 from commstack.evidence_run import evidence_run, evidence_summary
 from commstack.launch import runner
-from commstack.launch.allocation import Allocation
 from commstack.matrix.model import Matrix, Point
 from commstack.placement.check import MISMATCH_STATUS
 from commstack.plan import Plan, PreparedPoint, prepare  # noqa: F401 (commstack.sweep.prepare, as before)
 from commstack.progress import Progress
 from commstack.run_order import rotated  # noqa: F401 (commstack.sweep.rotated, as before)
 from commstack.run_record import Session, topology_note
+from commstack.schedulers.allocation import Allocation
 from commstack.store import campaign as store
 from commstack.store import state_log, table, tidy_index
 from commstack.store.campaign import Campaign

@@ -24,7 +24,7 @@ def add_matrix_arguments(p: argparse.ArgumentParser) -> None:
 
 
     p.add_argument("--local", action="store_true",
-                   help="launch with mpirun/mpiexec on this node even inside a Slurm allocation")
+                   help="launch with mpirun/mpiexec on this node even inside an allocation")
     p.add_argument("--nodes", type=int, default=None, help="only the points with this node count")
     p.add_argument("--shard", default=None, metavar="I/N",
                    help="only every N-th point starting at I (job arrays use this)")
@@ -39,13 +39,13 @@ def campaign_root(args: argparse.Namespace, matrix: Matrix) -> Path:
 
 
 def prepare_plan(args: argparse.Namespace, matrix: Matrix) -> "Plan":
-    """The plan for this invocation: machine facts, Slurm allocation, point selection."""
-    from commstack.launch.allocation import Allocation
+    """The plan for this invocation: machine facts, the allocation, point selection."""
     from commstack.machine import find_machine
     from commstack.plan import prepare
+    from commstack.schedulers import registry
 
     machine = find_machine(machine_name(args, matrix), matrix.path.parent, matrix.node_type)
-    allocation = None if args.local else Allocation.from_environment()
+    allocation = None if args.local else registry.current_allocation()
     return prepare(matrix, machine, allocation, select=point_filter(args, matrix))
 
 

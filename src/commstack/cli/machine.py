@@ -30,7 +30,7 @@ def register(p: argparse.ArgumentParser) -> None:
     check.add_argument("--packages", type=Path, default=None,
                        help="packages.yaml with the Spack externals (default: beside machine.yaml)")
     check.add_argument("--cheap", action="store_true",
-                       help="only the checks `run` and `submit` make (node layout, srun plugins)")
+                       help="only the checks `run` and `submit` make (node layout, step MPI plugins)")
     check.add_argument("--json", action="store_true", help="JSON for scripts")
     from commstack.cli import machine_calibrate, machine_capture
 

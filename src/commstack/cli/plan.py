@@ -17,12 +17,13 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from commstack import preflight, run_order
 from commstack.adaptive import within
 from commstack.cli.common import add_matrix_arguments, campaign_root, machine_name, point_filter
-from commstack.launch.allocation import Allocation
 from commstack.machine import Machine, find_machine
 from commstack.matrix.load import load_matrix
 from commstack.matrix.model import Matrix, Point
 from commstack.plan import Plan, PreparedPoint, prepare
 from commstack.preflight import add_allow_argument
+from commstack.schedulers import registry
+from commstack.schedulers.allocation import Allocation
 from commstack.tune.plan import is_tune_plan
 
 
@@ -88,10 +89,10 @@ def _review(args: argparse.Namespace, machine: Optional[Machine]) -> Tuple[bool,
 def _allocation(args: argparse.Namespace, machine: Optional[Machine], review: bool
                 ) -> Optional[Allocation]:
     """The allocation the commands are for: this one, none (--local), or, for a review of a
-    Slurm machine's campaign outside any allocation, a job there (nodes unknown until then)."""
+    scheduler's machine's campaign outside any allocation, a job there (nodes unknown yet)."""
     if args.local:
         return None
-    allocation = Allocation.from_environment()
+    allocation = registry.current_allocation()
     if allocation is None and review and machine is not None and machine.scheduler:
         return Allocation("(review)", partition=machine.scheduler.get("partition"))
     return allocation
@@ -102,9 +103,9 @@ def _print_header(plan: Plan, root: Path, why: str) -> None:
     if plan.allocation is None:
         where = "this node"
     elif plan.allocation.job_id == "(review)":
-        where = "a Slurm job on the machine"
+        where = f"a {registry.of(plan.allocation, plan.machine).label} job on the machine"
     else:
-        where = f"Slurm job {plan.allocation.job_id}"
+        where = f"{registry.of(plan.allocation, plan.machine).label} job {plan.allocation.job_id}"
     print(f"# launching on {where}; machine facts: "
           f"{plan.machine.path if plan.machine else 'none (defaults)'}")
     if any(p.unresolved for p in plan.points) or why != "--review" or plan.skipped:

@@ -27,7 +27,7 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="run up to K points side by side (small points sharing an allocation)")
     add_allow_argument(p)
     p.add_argument("--no-machine-check", action="store_true",
-                   help="launch even if this host contradicts machine.yaml (node layout, srun plugins)")
+                   help="launch even if this host contradicts machine.yaml (node layout, step MPI plugins)")
 
 
 def execute(args: argparse.Namespace) -> int:

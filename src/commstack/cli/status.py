@@ -177,23 +177,24 @@ def _attempt_number(folder: str) -> int:
 
 
 def _print_jobs(campaign: Campaign) -> None:
-    """Slurm jobs submitted for this campaign and their state (squeue, else sacct)."""
-    from commstack.launch import submit as slurm
+    """Jobs submitted for this campaign and their state (the queue's, else accounting's)."""
+    from commstack.schedulers import campaign_jobs, registry
 
-    jobs = slurm.submitted_jobs(campaign)
+    jobs = campaign_jobs.submitted_jobs(campaign)
     if not jobs:
         return
     ids = [j["job_id"] for j in jobs]
+    scheduler = registry.default()  # submitted.jsonl names none: the jobs of today's scheduler
     try:
-        queued = slurm.queue_states(ids)
-        finished = slurm.finished_states([i for i in ids if i not in queued])
+        queued = scheduler.queue_states(ids)
+        finished = scheduler.finished_states([i for i in ids if i not in queued])
     except (OSError, ValueError):
         queued, finished = {}, {}
     for job in jobs:
         state = queued.get(job["job_id"]) or finished.get(job["job_id"]) or "finished (not in queue)"
         kind = f"array[{job['array']}]" if job.get("array", 1) > 1 else "job"
         repeat = f" repeat={job['repeat']}" if job.get("repeat") else ""
-        print(f"  slurm {kind} {job['job_id']}: nodes={job['nodes']}{repeat} runs={job['runs']} "
+        print(f"  {scheduler.name} {kind} {job['job_id']}: nodes={job['nodes']}{repeat} runs={job['runs']} "
               f"{state}")
 
 

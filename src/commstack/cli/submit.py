@@ -1,4 +1,4 @@
-"""Submit a matrix to Slurm as batch jobs; --resume resubmits what is not done.
+"""Submit a matrix to the machine's scheduler as batch jobs; --resume resubmits what is not done.
 
 One batch job per node-count group, or job arrays.
 """
@@ -11,12 +11,12 @@ from pathlib import Path
 
 from commstack.cli.common import add_matrix_arguments, campaign_root, machine_name
 from commstack.errors import CampaignError
-from commstack.launch import submit as slurm
-from commstack.launch.allocation import Allocation
 from commstack.machine import find_machine
 from commstack.machine.check import refuse_on_contradiction
 from commstack.matrix.load import load_matrix
 from commstack.plan import prepare
+from commstack.schedulers import campaign_jobs, registry
+from commstack.schedulers.allocation import Allocation
 from commstack.store.campaign import Campaign
 
 
@@ -37,7 +37,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--constraint")
     p.add_argument("--dry-run", action="store_true", help="print the batch scripts, submit nothing")
     p.add_argument("--no-machine-check", action="store_true",
-                   help="submit even if this host contradicts machine.yaml (node layout, srun plugins)")
+                   help="submit even if this host contradicts machine.yaml (node layout, step MPI plugins)")
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -49,8 +49,9 @@ def execute(args: argparse.Namespace) -> int:
         refuse_on_contradiction(machine, "submit")
     root = campaign_root(args, matrix)
     campaign = Campaign(root)
-    earlier = slurm.submitted_jobs(campaign)
-    active = slurm.queue_states([j["job_id"] for j in earlier])
+    scheduler = registry.for_machine(machine)
+    earlier = campaign_jobs.submitted_jobs(campaign)
+    active = scheduler.queue_states([j["job_id"] for j in earlier])
     if earlier and not args.resume:
         raise CampaignError(f"{root}: jobs were submitted before ({len(earlier)}); use --resume")
     busy = {(j["nodes"], j.get("repeat")) for j in earlier if j["job_id"] in active}
@@ -59,9 +60,9 @@ def execute(args: argparse.Namespace) -> int:
         raise CampaignError("--array and repeats across jobs exclude each other: a job of "
                             "repeat K already runs every point once")
 
-    groups = slurm.pending_work(campaign, [p.point for p in plan.points], matrix.repeats,
-                                args.retry_failed, per_repeat, matrix)
-    options = slurm.SbatchOptions.from_machine(
+    groups = campaign_jobs.pending_work(campaign, [p.point for p in plan.points], matrix.repeats,
+                                        args.retry_failed, per_repeat, matrix)
+    options = scheduler.job_options(
         machine, time=args.time, partition=args.partition, account=args.account, qos=args.qos,
         constraint=args.constraint)
     run_args = [str(matrix.path.resolve()), "--out", str(args.out.resolve()),
@@ -81,11 +82,11 @@ def execute(args: argparse.Namespace) -> int:
             continue
         if args.array:
             request.shards = max(1, min(request.points, math.ceil(request.runs / args.array)))
-        script = slurm.batch_script(request, run_args, options, campaign, Path.cwd())
+        script = scheduler.batch_script(request, run_args, options, campaign, Path.cwd())
         if args.dry_run:
             print(f"# {label}: {request.runs} runs\n{script}")
             continue
-        job = slurm.submit(script, campaign, request)
+        job = campaign_jobs.submit(scheduler, script, campaign, request)
         submitted += 1
         kind = f"array of {request.shards}" if request.shards > 1 else "job"
         print(f"{label}: {request.runs} runs -> {kind} {job}")

@@ -23,7 +23,7 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="tune on this node type of machine.yaml (e.g. nps1, nps2 on "
                         "bm-optimized3-36; default: the plan's base.node_type, else the "
                         "machine's default); the campaign is <campaign>-<NAME>")
-    p.add_argument("--local", action="store_true", help="mpirun on this node even in Slurm")
+    p.add_argument("--local", action="store_true", help="mpirun on this node even inside an allocation")
     p.add_argument("--retry-failed", action="store_true",
                    help="steps not decided yet run their failed runs again (a new attempt each)")
     p.add_argument("--budget", type=int, default=None, metavar="RUNS",
@@ -54,8 +54,8 @@ def execute(args: argparse.Namespace) -> int:
         raise CampaignError("a tuning plan is needed (or --import-reference)")
 
     from commstack.benchmarks import registry
-    from commstack.launch.allocation import Allocation
     from commstack.machine import find_machine
+    from commstack.schedulers import registry as schedulers
     from commstack.store.files import replace
     from commstack.tune import export
     from commstack.tune.plan import load_plan
@@ -80,7 +80,7 @@ def execute(args: argparse.Namespace) -> int:
     if node_type:
         plan.base["node_type"] = node_type  # the step matrices carry it (--constraint etc.)
     machine = find_machine(machine_name, plan.path.parent, node_type)
-    allocation = None if args.local else Allocation.from_environment()
+    allocation = None if args.local else schedulers.current_allocation()
 
     def campaign_root(kind: str | None) -> Path:
         name = args.campaign or plan.campaign

@@ -11,11 +11,11 @@ from commstack.bounds import InputTooLarge, NotText
 from commstack.errors import CampaignError
 from commstack.launch.builder import LaunchError
 from commstack.launch.stack import StackError
-from commstack.launch.submit import SubmitError
 from commstack.machine import MachineError
 from commstack.matrix.model import MatrixError
 from commstack.optional import MissingOptionalDependency
 from commstack.parse_error import ParseError
+from commstack.schedulers.base import SubmitError
 from commstack.store.files import AlreadyExists
 from commstack.store.record import RecordError
 

@@ -41,8 +41,9 @@ class Request:
 class Placement:
     """How a flavour is asked for one mapping: launcher arguments and environment variables.
 
-    ``args`` go to the flavour's own launcher only; ``env`` to every launch of it, under srun
-    too unless the flavour says it acts only through its launcher (Intel MPI's hydra pins)."""
+    ``args`` go to the flavour's own launcher only; ``env`` to every launch of it, in a
+    scheduler's step too unless the flavour says it acts only through its launcher (Intel MPI's
+    hydra pins)."""
 
     args: Tuple[str, ...] = ()
     env: Tuple[Tuple[str, str], ...] = ()
@@ -112,16 +113,19 @@ class Flavour:
     mca = False  # reads mca.<name> as OMPI_MCA_<name>
     conduits: Tuple[str, ...] = ()  # a stack of this flavour must name one (GASNet-EX)
     node_local_conduits: Tuple[str, ...] = ()  # conduits whose processes share one node
-    launches_locally = True  # False: only srun starts it (Cray MPICH)
+    launches_locally = True  # False: only a scheduler's step launcher starts it (Cray MPICH)
     # A simulator: its ranks and nodes are a simulated machine's, every launch runs on this
     # node (``simulate`` makes it), and no number it reports is a measurement.
     simulated = False
     # Matrix parameters ``<option_prefix>.<name>`` are this flavour's own settings (SMPI's
     # ``smpi.allreduce``), given to ``simulate``.
     option_prefix: Optional[str] = None
-    srun_plugin = "pmi2"  # srun --mpi=<plugin> when machine.yaml does not say
-    # Whether its placement variables act under srun (read by the library, not by its launcher).
-    placement_env_under_srun = True
+    # The process-management interface its ranks speak to a scheduler's step launcher (pmix,
+    # pmi2, cray-pmi); each scheduler module maps it to its own option (commstack.schedulers).
+    pmi = "pmi2"
+    # Whether its placement variables act in a scheduler's step (read by the library, not by
+    # its launcher).
+    placement_env_in_steps = True
     binding_report: Optional[str] = None  # commstack.placement.reports parser of its report
     version_tools: Tuple[VersionTool, ...] = ()
     spack_packages: Tuple[str, ...] = ()  # Spack's names of its MPI (the spec a stack's hash is)
@@ -226,19 +230,20 @@ class Flavour:
     def local(self, launcher: str, req: Request, placement: Placement,
               env: Dict[str, str]) -> Launch:
         """The launcher on this node for ``req.ranks_per_node`` ranks."""
-        raise FlavourError(f"{self.label} stacks are launched with srun inside a Slurm "
+        raise FlavourError(f"{self.label} stacks are launched as a step of a scheduler's "
                            "allocation, not locally")
 
     def in_allocation(self, command: Sequence[str], req: Request, placement: Placement,
                       env: Dict[str, str]) -> Launch:
-        """Its own launcher (``command`` with machine.yaml's args) inside a Slurm allocation."""
+        """Its own launcher (``command`` with machine.yaml's args) inside an allocation."""
         raise FlavourError(f"{self.label} has no launcher of its own inside an allocation; "
-                           f"set launchers.{self.name}.command: srun in machine.yaml")
+                           f"set launchers.{self.name}.command to the scheduler's step launcher "
+                           "in machine.yaml")
 
-    def srun_env(self, placement: Placement, env: Dict[str, str]) -> Dict[str, str]:
-        """The environment of an srun step: placement variables (where they act there) and the
-        binding report's."""
-        return self.placed_env(placement, env, self.placement_env_under_srun)
+    def step_env(self, placement: Placement, env: Dict[str, str]) -> Dict[str, str]:
+        """The environment of a scheduler's step: placement variables (where they act there) and
+        the binding report's."""
+        return self.placed_env(placement, env, self.placement_env_in_steps)
 
     def placed_env(self, placement: Placement, env: Dict[str, str], with_placement: bool = True
                    ) -> Dict[str, str]:

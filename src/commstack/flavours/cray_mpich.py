@@ -1,4 +1,4 @@
-"""Cray MPICH (HPE Cray PE): started by srun only, through Cray PMI (Slurm's cray_shasta)."""
+"""Cray MPICH (HPE Cray PE): started only as a scheduler's step, through Cray PMI."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ class CrayMPICH(Flavour):
     label = "Cray MPICH"
     env_families = ("FI_", "MPIR_CVAR_", "MPICH_", *COMMON_FAMILIES)
     launches_locally = False
-    srun_plugin = "cray_shasta"
-    # Placement is srun's alone (--distribution, --cpu-bind), reported by --cpu-bind=verbose.
+    pmi = "cray-pmi"
+    # Placement is the step launcher's alone (its distribution and binding), which reports it.
     placements = {"block": Placement(), "cyclic": Placement()}
     spack_packages = ("cray-mpich",)
     external_probe = ("mpichversion",)

@@ -16,7 +16,7 @@ class GasnetEX(Flavour):
     env_families = ("UCX_", "FI_", "GASNET_", *COMMON_FAMILIES)
     conduits = ("smp", "udp", "mpi", "ibv", "ofi", "ucx")
     node_local_conduits = ("smp", "udp")  # one node; the spawner forks the processes
-    srun_plugin = "pmi2"  # network conduits start under srun through PMI
+    pmi = "pmi2"  # network conduits start in a scheduler's step through PMI
     placements: Dict[str, Placement] = {}  # GASNet-EX does not bind by itself
 
     def ucx_evidence(self, env: Dict[str, str], conduit: Optional[str] = None) -> Optional[str]:

@@ -21,16 +21,17 @@ class IntelMPI(Hydra):
     name = "intelmpi"
     label = "Intel MPI"
     env_families = ("UCX_", "I_MPI_", "FI_", "MPIR_CVAR_", *COMMON_FAMILIES)
-    srun_plugin = "pmi2"  # also needs I_MPI_PMI_LIBRARY, a machine fact (launchers.intelmpi.env)
+    pmi = "pmi2"  # also needs I_MPI_PMI_LIBRARY, a machine fact (launchers.intelmpi.env)
     binding_report = "intelmpi"
     version_tools = (VersionTool("version.txt", ("{launcher}", "-V"),
                                  r"Version\s+(\S+)(?:\s+Build\s+(\S+))?"),
                      VersionTool("impi_info.txt", ("impi_info",)))
     spack_packages = ("intel-oneapi-mpi", "intel-mpi")
     toolchain = "impi"  # Betzy's tables
-    # hydra (mpirun) pins by these variables; under srun they do nothing (tested: srun's binding,
-    # or none, is what the pin table then shows), so srun steps get only the report's variable.
-    placement_env_under_srun = False
+    # hydra (mpirun) pins by these variables; in a scheduler's step they do nothing (tested: the
+    # step's binding, or none, is what the pin table then shows), so steps get only the report's
+    # variable.
+    placement_env_in_steps = False
     placements = {
         "block": Placement.of(env={"I_MPI_PIN_DOMAIN": "core", "I_MPI_PIN_ORDER": "compact"}),
         "cyclic": Placement.of(env={"I_MPI_PIN_DOMAIN": "core", "I_MPI_PIN_ORDER": "scatter"}),

@@ -16,7 +16,7 @@ class MPICH(Hydra):
     name = "mpich"
     label = "MPICH"
     env_families = ("UCX_", "FI_", "MPIR_CVAR_", "MPICH_", *COMMON_FAMILIES)
-    srun_plugin = "pmi2"
+    pmi = "pmi2"
     binding_report = "hydra"
     version_tools = (VersionTool("mpichversion.txt", ("mpichversion",),
                                  r"MPICH Version:\s*(\S+)"),)

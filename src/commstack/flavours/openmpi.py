@@ -24,7 +24,7 @@ class OpenMPI(Flavour):
     label = "Open MPI"
     env_families = ("UCX_", "UCC_", "HCOLL_", "OMPI_", "PMIX_", "FI_", *COMMON_FAMILIES)
     mca = True
-    srun_plugin = "pmix"  # Debian's and most builds speak PMIx to srun, not Slurm's PMI2
+    pmi = "pmix"  # Debian's and most builds speak PMIx to a step launcher, not PMI2
     binding_report = "openmpi"
     version_tools = (VersionTool("ompi_info.txt", ("ompi_info", "--parsable"),
                                  r"ompi:version:full:(\S+)"),)
@@ -55,7 +55,7 @@ class OpenMPI(Flavour):
         """mpirun's ``--output-filename DIR`` (Open MPI 4.x): each rank's stdout and stderr in
         DIR/<job>/rank.<N>/, so coll_ucc_verbose lines of different ranks cannot cut into each
         other (through mpirun's one stream they did: a cut "[vm:1234" + "5] ..." read as a fifth
-        process). Not for srun, which launches the ranks itself."""
+        process). Not for a scheduler's step launcher, which launches the ranks itself."""
         argv = list(argv)
         if argv and Path(argv[0]).name.startswith("mpirun") and "--output-filename" not in argv:
             argv[1:1] = ["--output-filename", str(folder.resolve() / RANK_OUTPUT)]
@@ -87,7 +87,7 @@ class OpenMPI(Flavour):
 
     def in_allocation(self, command: Sequence[str], req: Request, placement: Placement,
                       env: Dict[str, str]) -> Launch:
-        # mpirun reads the allocation's nodes from Slurm; --npernode keeps ranks_per_node on each
+        # mpirun reads the allocation's nodes from the scheduler; --npernode keeps ranks_per_node on each
         # (a second --map-by would replace ppr:N:node, so a mapping takes --npernode).
         argv = [*command, "-np", str(req.ranks)]
         # A placement's own ppr:N:<object> (a study's mapping) fixes the ranks per node itself.

@@ -1,6 +1,6 @@
 """One point's launch, resolved once: its flavour, the machine's facts for it, the placement
-request and the environment, from which the local (commstack.launch.command.local) and the Slurm
-(commstack.launch.slurm.srun) command lines are made.
+request and the environment, from which the local (commstack.launch.command.local) and a
+scheduler's step (commstack.schedulers: ``Scheduler.step``) command lines are made.
 
 What each flavour's launcher makes of ranks, placement and exported variables is the flavour
 module's (commstack.flavours); this module gathers a point's values and the machine's facts. A
@@ -16,7 +16,6 @@ from typing import Dict, List, Optional
 from commstack.benchmarks.registry import Benchmark
 from commstack.flavours import FlavourError, Request, ucc_tune
 from commstack.launch import simulation
-from commstack.launch.allocation import Allocation
 from commstack.launch.spec import LaunchError, LaunchSpec, benchmark_files
 from commstack.launch.stack import ResolvedStack
 from commstack.machine import LaunchFacts, Machine
@@ -24,6 +23,7 @@ from commstack.matrix import parameters as P
 from commstack.matrix.model import Point
 from commstack.placement.cpu_map import CpuMapError
 from commstack.placement.model import Expected
+from commstack.schedulers.allocation import Allocation
 
 
 def build(point: Point, benchmark: Benchmark, stack: ResolvedStack,
@@ -43,7 +43,7 @@ def build(point: Point, benchmark: Benchmark, stack: ResolvedStack,
 
     facts = machine.launch_facts(flavour.name, mapping) if machine else LaunchFacts()
     if allocation is not None and stack.stack.allocation_launcher == "own":
-        # the stack's own mpirun; launchers.<flavour>'s arguments and variables are srun's
+        # the stack's own mpirun; launchers.<flavour>'s arguments and variables are the step's
         facts = dataclasses.replace(facts, launcher={"command": stack.launcher})
     try:
         placement = flavour.placement(mapping, facts.placement)  # machine.yaml's, else built-in
@@ -56,7 +56,7 @@ def build(point: Point, benchmark: Benchmark, stack: ResolvedStack,
     span = 1
     k = request.ranks_per_node
     try:
-        if facts.cpu_map is not None:  # srun's map_cpu
+        if facts.cpu_map is not None:  # the step's CPU map
             cpus = facts.cpu_map.cpus(k)
         own = facts.flavour_cpu_map  # the flavour's own launcher's
         if own is not None:

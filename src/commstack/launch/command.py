@@ -1,7 +1,7 @@
 """The exact launch command (argv plus the environment it sets), and a point's on this node.
 
 A point's launch is resolved once (commstack.launch.builder); ``local`` makes it the flavour's
-launcher on this node, commstack.launch.slurm's ``srun`` a step of a Slurm allocation.
+launcher on this node, a scheduler's ``step`` (commstack.schedulers) a step of an allocation.
 """
 
 from __future__ import annotations

@@ -8,11 +8,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from commstack.benchmarks.registry import Benchmark
 from commstack.flavours import Flavour, Launch, Placement, Request, RunFile
-from commstack.launch.allocation import Allocation
 from commstack.launch.stack import ResolvedStack
 from commstack.machine import LaunchFacts
 from commstack.matrix.model import Point
 from commstack.placement.model import Expected
+from commstack.schedulers.allocation import Allocation
 
 
 class LaunchError(ValueError):

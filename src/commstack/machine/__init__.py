@@ -45,7 +45,8 @@ class LaunchFacts:
     # The map the flavour's own placement is filled from: mapping.<m>.<flavour>.cpu_map, else
     # mapping.<m>.cpu_map.
     flavour_cpu_map: Optional[CpuMap] = None
-    distribution: Optional[List[str]] = None  # mapping.<m>.srun
+    # mapping.<m> as written: a scheduler's step reads its own key there (its distribution).
+    mapping_facts: Dict[str, Any] = field(default_factory=dict)
     node: Dict[str, Any] = field(default_factory=dict)
 
 
@@ -73,13 +74,9 @@ class Machine:
         return _entry(self.facts.get("launchers") or {}, flavour)
 
     def placement(self, mapping: str) -> Dict[str, Any]:
-        """mapping.<mapping> as written: srun's arguments and each flavour's placement."""
+        """mapping.<mapping> as written: the scheduler's step arguments and each flavour's
+        placement."""
         return _entry(self.facts.get("mapping") or {}, mapping) or {}
-
-    def srun_distribution(self, mapping: str) -> Optional[List[str]]:
-        """srun's arguments for a mapping (mapping.<m>.srun), or None when not declared."""
-        args = _entry(self.placement(mapping), "srun")
-        return None if args is None else [str(a) for a in args]
 
     def cpu_map(self, mapping: str, flavour: Optional[str] = None) -> Optional[CpuMap]:
         """mapping.<m>.<flavour>.cpu_map (the flavour's own, with ``flavour``), else
@@ -114,7 +111,7 @@ class Machine:
             return LaunchFacts(self.launcher(flavour) or {}, self.network_env, node=self.node)
         return LaunchFacts(self.launcher(flavour) or {}, self.network_env,
                            placement=self.flavour_placement(flavour, mapping),
-                           distribution=self.srun_distribution(mapping), node=self.node,
+                           mapping_facts=self.placement(mapping), node=self.node,
                            cpu_map=self.cpu_map(mapping),
                            flavour_cpu_map=self.cpu_map(mapping, flavour))
 

@@ -2,8 +2,8 @@
 
 Repeats inside one allocation share its nodes and its moment; repeats across jobs (the GASNet-EX
 paper's 16 samples, `repeats_across: jobs`) span allocations and node sets. A reader comparing
-spreads needs to know which, so the report says it, from the Slurm job and node list each record
-carries, or from the sessions when no Slurm was involved.
+spreads needs to know which, so the report says it, from the job and node list of the step each
+record carries (``Record.step``), or from the sessions when no scheduler was involved.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ def how_repeats_were_taken(records: List[Record]) -> str:
     repeats = max(r.repeat for r in runs)
     jobs_of: Dict[str, Dict[int, str]] = {}  # point -> repeat -> job
     for r in runs:
-        if r.slurm and r.slurm.job_id:
-            jobs_of.setdefault(r.point_id, {})[r.repeat] = r.slurm.job_id
+        if r.step and r.step.job_id:
+            jobs_of.setdefault(r.point_id, {})[r.repeat] = r.step.job_id
     if not jobs_of:
         sessions = {r.session for r in runs if r.session}
         return (f"up to {repeats} per point outside Slurm, in {len(sessions)} session(s); "
@@ -63,8 +63,8 @@ def _order(runs: List[Record]) -> str:
 def _node_sets_per_point(runs: List[Record]) -> str:
     sets: Dict[str, Set[tuple]] = {}
     for r in runs:
-        if r.slurm and r.slurm.nodes:
-            sets.setdefault(r.point_id, set()).add(tuple(sorted(r.slurm.nodes)))
+        if r.step and r.step.nodes:
+            sets.setdefault(r.point_id, set()).add(tuple(sorted(r.step.nodes)))
     if not sets:
         return "not recorded"
     counts = sorted(len(s) for s in sets.values())

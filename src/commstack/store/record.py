@@ -66,8 +66,9 @@ class StackInfo:
 
 
 @dataclass
-class SlurmStep:
-    """Where a Slurm job step ran (from srun's own output and the allocation)."""
+class JobStep:
+    """Where a scheduler's job step ran (from its launcher's output and the allocation); the
+    record keeps it under its historical key ``slurm``."""
 
     job_id: Optional[str] = None
     step_id: Optional[str] = None
@@ -151,7 +152,7 @@ class Record:
     # Variables the pre-flight let through without checking them, and why
     # (docs/explanation/preflight.md).
     preflight_unchecked: Dict[str, str] = field(default_factory=dict)
-    slurm: Optional[SlurmStep] = None
+    slurm: Optional[JobStep] = None
     # Which collective component served each collective, from the MPI's own output
     # (flavours' components_used; docs/explanation/components-used.md); None: the run asked for none.
     components_used: Optional[Dict[str, Any]] = None
@@ -182,6 +183,11 @@ class Record:
     @property
     def flavour(self) -> Optional[str]:
         return self.stack_info.flavour
+
+    @property
+    def step(self) -> Optional[JobStep]:
+        """Where its scheduler ran it (the historical key ``slurm``); None outside a scheduler."""
+        return self.slurm
 
     @property
     def simulated(self) -> bool:
@@ -250,7 +256,7 @@ class Record:
         if unknown:
             raise RecordError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
         data["stack_info"] = StackInfo(**(data.get("stack_info") or {}))
-        for name, kind in (("placement", Placement), ("ucx", UcxReport), ("slurm", SlurmStep)):
+        for name, kind in (("placement", Placement), ("ucx", UcxReport), ("slurm", JobStep)):
             if data.get(name) is not None:
                 data[name] = _typed(kind, data[name], f"{where}: {name}")
         return cls(**data)
@@ -359,7 +365,7 @@ class HeadReader:
                 if found is None:
                     found = self._made[aside] = _typed(Placement, rest, f"{where}: placement")
             else:
-                found = _typed(UcxReport if name == "ucx" else SlurmStep, value,
+                found = _typed(UcxReport if name == "ucx" else JobStep, value,
                                f"{where}: {name}")
             self._made[key] = found
         return found
@@ -387,7 +393,7 @@ def _check_rows(value: Any, where: str) -> None:
 
 # Fields HeadReader makes the objects of itself (or leaves out: the rows).
 _MADE_HERE = frozenset(("stack_info", "placement", "ucx", "slurm", "parsed"))
-_DATACLASSES = (("placement", Placement), ("ucx", UcxReport), ("slurm", SlurmStep))
+_DATACLASSES = (("placement", Placement), ("ucx", UcxReport), ("slurm", JobStep))
 _SCAN = json.scanner.make_scanner(json.JSONDecoder())  # one JSON value at a position
 
 

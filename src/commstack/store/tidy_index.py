@@ -170,7 +170,7 @@ class _Columns:
             "placement": record.placement.verdict if record.placement else None,
             "start": record.start, "duration_s": record.duration_s, "imported": record.imported,
             "params": json.dumps(record.params, sort_keys=True, default=str),
-            "session": record.session, "job_id": record.slurm.job_id if record.slurm else None,
+            "session": record.session, "job_id": record.step.job_id if record.step else None,
             "simulated": platform(record.simulation),
         }
         count = sum(len(rows) for _, _, rows in blocks) or 1

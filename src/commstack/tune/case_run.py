@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
-from commstack.launch.allocation import Allocation
 from commstack.machine import Machine
+from commstack.schedulers.allocation import Allocation
 from commstack.tune.plan import TunePlan
 from commstack.tune.state import TuneState
 

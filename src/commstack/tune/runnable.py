@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from commstack import preflight
-from commstack.launch.allocation import Allocation
 from commstack.launch.stack import StackError, resolve
 from commstack.machine import Machine, machine_launcher
 from commstack.matrix import settings as S
 from commstack.matrix.load import matrix_from_text
 from commstack.matrix.model import MatrixError, Stack
 from commstack.preflight.capabilities import Components
+from commstack.schedulers.allocation import Allocation
 from commstack.tune import capable
 from commstack.tune.case_run import CaseRun
 from commstack.tune.step_matrix import step_matrix_text

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from commstack import simulated as sim
-from commstack.launch.allocation import Allocation
 from commstack.machine import Machine
 from commstack.matrix import settings as S
 from commstack.matrix.model import MatrixError
+from commstack.schedulers.allocation import Allocation
 from commstack.store.campaign_kind import kind_of_campaigns
 from commstack.store.files import read_json
 from commstack.tune.case_run import CaseRun

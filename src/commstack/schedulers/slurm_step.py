@@ -1,24 +1,21 @@
-"""Launching points inside a Slurm allocation with srun.
+"""A point as one Slurm job step: srun, or the MPI's own launcher inside the allocation.
 
-Inside an allocation (SLURM_JOB_ID set) every point becomes one job step:
+Inside an allocation every point becomes one job step:
 ``srun --mpi=<plugin> -N <nodes> --ntasks-per-node=<r> -n <nodes*r> --cpus-per-task=<c>
 --cpu-bind=verbose,cores --distribution=<block|cyclic>...`` (``--cpu-bind=verbose,map_cpu:<list>``
 when machine.yaml declares the mapping's cpu_map) using the machine's facts (site-configs/<machine>/machine.yaml)
-and the flavour's (commstack.flavours): its --mpi plugin, its placement variables, or its own
-launcher when machine.yaml names one. Points needing fewer nodes than allocated run on a subset
-(Slurm picks the nodes).
+and the flavour's (commstack.flavours): the --mpi plugin of the PMI it speaks, its placement
+variables, or its own launcher when machine.yaml names one. Points needing fewer nodes than
+allocated run on a subset (Slurm picks the nodes).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
-import subprocess
 from typing import Dict, List, Optional, Tuple
 
 from commstack.benchmarks.registry import Benchmark
 from commstack.flavours import FlavourError
-from commstack.launch.allocation import Allocation
 from commstack.launch.builder import LaunchError, LaunchSpec, build
 from commstack.launch.command import LaunchCommand
 from commstack.launch.stack import ResolvedStack
@@ -26,19 +23,23 @@ from commstack.machine import Machine
 from commstack.matrix.model import Point
 from commstack.placement.cpu_map import cpu_list
 from commstack.placement.model import Expected
+from commstack.schedulers.allocation import Allocation
 
+SRUN = "srun"
 # srun's own report of each task's binding ("cpu-bind=MASK - n1, task 0 0 [pid]: mask 0x1 set").
 SRUN_BINDING = "--cpu-bind=verbose,cores"
 DEFAULT_DISTRIBUTION = {"block": ["--distribution=block:block"], "cyclic": ["--distribution=cyclic:cyclic"]}
+# The flavour's PMI (commstack.flavours.base.Flavour.pmi) -> srun's --mpi plugin.
+MPI_PLUGIN = {"pmix": "pmix", "pmi2": "pmi2", "cray-pmi": "cray_shasta"}
 
 
 def srun(spec: LaunchSpec) -> LaunchCommand:
     """A point as one step of its allocation: srun, or the MPI's own launcher where machine.yaml
     names one, or one task running a node-local conduit's spawner."""
-    command = spec.facts.launcher.get("command", "srun")
+    command = spec.facts.launcher.get("command", SRUN)
     if spec.node_local:
         launcher, env, expected = _node_local(spec)
-    elif command != "srun":
+    elif command != SRUN:
         launcher, env, expected = _mpirun_in_allocation(
             spec, [command, *spec.facts.launcher.get("args", [])])
     else:
@@ -48,21 +49,28 @@ def srun(spec: LaunchSpec) -> LaunchCommand:
 
 def _step(spec: LaunchSpec) -> Tuple[List[str], Dict[str, str], Expected]:
     req, mapping = spec.request, spec.request.mapping
-    args = list(spec.facts.launcher.get("args") or [f"--mpi={spec.flavour.srun_plugin}"])
+    args = list(spec.facts.launcher.get("args") or [f"--mpi={MPI_PLUGIN[spec.flavour.pmi]}"])
     binding = (f"{SRUN_BINDING.split(',')[0]},map_cpu:{cpu_list(spec.cpus)}" if spec.cpus
                else SRUN_BINDING)
     per_task = cpus_per_task(spec)
-    argv = ["srun", "-v", *args, "-N", str(req.nodes), f"--ntasks-per-node={req.ranks_per_node}",
+    argv = [SRUN, "-v", *args, "-N", str(req.nodes), f"--ntasks-per-node={req.ranks_per_node}",
             "-n", str(req.ranks), *per_task, binding, "--kill-on-bad-exit=1"]
     distribution: List[str] = []
     if mapping:
-        declared = spec.facts.distribution
+        declared = _declared_distribution(spec)
         distribution = declared if declared is not None else DEFAULT_DISTRIBUTION[mapping]
     expected = dataclasses.replace(
         spec.expected, reports=(*spec.expected.reports, "slurm"),
         node_order=_node_order(distribution), cpus=spec.cpus,
         cpus_per_rank=int(per_task[0].split("=")[1]) if per_task else None)
-    return argv + distribution, spec.flavour.srun_env(spec.placement, spec.env), expected
+    return argv + distribution, spec.flavour.step_env(spec.placement, spec.env), expected
+
+
+def _declared_distribution(spec: LaunchSpec) -> Optional[List[str]]:
+    """srun's arguments for the point's mapping (machine.yaml's mapping.<m>.srun), or None when
+    not declared."""
+    args = spec.facts.mapping_facts.get(SRUN)
+    return None if args is None else [str(a) for a in args]
 
 
 def srun_command(point: Point, benchmark: Benchmark, stack: ResolvedStack,
@@ -109,7 +117,7 @@ def _node_local(spec: LaunchSpec) -> Tuple[List[str], Dict[str, str], Expected]:
     """One task on one node, with the cores of every process, running the conduit's spawner."""
     req = spec.request
     spawn = spec.flavour.local(spec.stack.launcher, req, spec.placement, spec.env)
-    argv = ["srun", "-v", "-N", "1", "-n", "1", f"--cpus-per-task={req.ranks_per_node}",
+    argv = [SRUN, "-v", "-N", "1", "-n", "1", f"--cpus-per-task={req.ranks_per_node}",
             "--cpu-bind=none", "--kill-on-bad-exit=1", *spawn.argv]
     # The one srun task is the spawner, not a rank: srun's report would say nothing of ranks.
     return argv, spawn.env, spec.expected
@@ -124,43 +132,3 @@ def _mpirun_in_allocation(spec: LaunchSpec, command: List[str]
         raise LaunchError(f"point {spec.point.id}: stack {spec.stack.name!r}: {exc}") from None
     return launch.argv, launch.env, dataclasses.replace(spec.expected, cpus=spec.launcher_cpus,
                                                    cpu_span=spec.launcher_span)
-
-
-_ALLOCATION_GONE = re.compile(
-    r"Expired or invalid job|Job/step already completing or completed|"
-    r"job allocation \d+ has been revoked|Invalid job id specified|Job step aborted|"
-    r"\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED AT", re.I)
-
-
-def allocation_lost(stderr_text: str, job_id: Optional[str] = None) -> bool:
-    """srun failed because the allocation no longer exists (cancelled, timed out, revoked).
-
-    A step srun cancels itself (--kill-on-bad-exit after a task failed) prints the same
-    "STEP ... CANCELLED" line, so with ``job_id`` the queue decides: a job still running has
-    not lost its allocation, and the failure is the point's own."""
-    if not _ALLOCATION_GONE.search(stderr_text):
-        return False
-    return job_id is None or not _still_running(job_id)
-
-
-def _still_running(job_id: str) -> bool:
-    try:
-        out = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True,
-                             text=True, timeout=30).stdout.split()
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return "RUNNING" in out
-
-
-_LAUNCH = re.compile(r"launching StepId=(\d+)\.(\d+) on host (\S+?),", re.M)
-
-
-def step_provenance(stderr_text: str) -> Dict[str, object]:
-    """Job id, step id and the step's nodes, from the lines `srun -v` prints per node."""
-    launches = _LAUNCH.findall(stderr_text)
-    nodes = list(dict.fromkeys(host for _, _, host in launches))
-    return {
-        "job_id": launches[0][0] if launches else None,
-        "step_id": launches[0][1] if launches else None,
-        "nodes": nodes,
-    }
