@@ -122,7 +122,8 @@ def test_tune_osu_allreduce(osu_env, tmp_path):
     (case,) = [p for p in root.iterdir() if (p / "tuned" / "decision.json").is_file()]
     summary = json.loads((case / "tuned" / "decision.json").read_text())
     settings = summary["settings"]
-    assert str(settings["I_MPI_ADJUST_ALLREDUCE"]) in {"0", "1", "2", "3"}
+    _assert_algorithm_setting(str(settings["I_MPI_ADJUST_ALLREDUCE"]),
+                              json.loads((case / "algorithms" / "decision.json").read_text()))
     assert settings["mapping"] in ("block", "cyclic")
     verify = summary["verify"]
     assert verify, summary
@@ -138,3 +139,25 @@ def test_tune_osu_allreduce(osu_env, tmp_path):
             assert decision["winner"] == decision["incumbent"]
     decisions = (root / "decisions.md").read_text()
     assert "osu_allreduce" in decisions and "I_MPI_ADJUST_ALLREDUCE" in decisions
+
+
+def _assert_algorithm_setting(value: str, step: dict) -> None:
+    """One preset for every size, or, where the step's bands name more than one, Intel MPI's
+    per-size form (``<preset>:<l>-<m>;...``) covering every size from 0 to 2^31-1 without a gap,
+    each band's measured sizes served by that band's preset."""
+    presets = {"0", "1", "2", "3"}
+    if ":" not in value:
+        assert value in presets, value
+        return
+    pieces = [re.fullmatch(r"(\d+):(\d+)-(\d+)", piece) for piece in value.split(";")]
+    assert all(pieces), value
+    ranges = [(m.group(1), int(m.group(2)), int(m.group(3))) for m in pieces]
+    assert {preset for preset, _, _ in ranges} <= presets and len(ranges) >= 2, value
+    assert ranges[0][1] == 0 and ranges[-1][2] == 2147483647, value
+    assert all(a[2] + 1 == b[1] for a, b in zip(ranges, ranges[1:])), value
+    bands = step["bands"]
+    assert len(bands) == len(ranges), (value, bands)
+    for (preset, low, high), band in zip(ranges, bands):
+        best = band["best"].get("I_MPI_ADJUST_ALLREDUCE")
+        assert preset == str(best if best not in (None, "") else 0), (value, band)
+        assert low <= int(band["from_bytes"]) and int(band["to_bytes"]) <= high, (value, band)
