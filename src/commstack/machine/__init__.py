@@ -158,11 +158,17 @@ class Machine:
         return {k: str(v) for k, v in self.facts.get("network", {}).get("env", {}).items()}
 
 
-def machine_launcher(machine: Optional[Machine], flavour: str, allocation: object) -> Optional[str]:
+# launchers.<flavour>.command words that mean "a step of the scheduler's allocation"
+# (commstack.schedulers: each scheduler's step_launcher; tests/test_schedulers_flux.py keeps them equal).
+STEP_LAUNCHERS = ("srun", "flux")
+
+
+def machine_launcher(machine: Optional[Machine], flavour: str, allocation: object
+                     ) -> Optional[str]:
     """machine.yaml's launcher for a flavour on this node (launchers.<flavour>.command), when
-    launching locally (no ``allocation``) and it is not srun."""
+    launching locally (no ``allocation``) and it is not a scheduler's step launcher."""
     command = ((machine.launcher(flavour) if machine else None) or {}).get("command")
-    return command if allocation is None and command not in (None, "srun") else None
+    return command if allocation is None and command not in (None, *STEP_LAUNCHERS) else None
 
 
 def load_machine_file(path: Path) -> Machine:

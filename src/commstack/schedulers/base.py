@@ -4,6 +4,8 @@ it, a campaign as batch jobs or arrays, their states in the queue and in account
 
 from __future__ import annotations
 
+import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -43,6 +45,25 @@ class JobOptions:
     extra: tuple = ()  # the scheduler's own lines, as machine.yaml gives them
 
 
+def job_script(directives: List[str], request: JobRequest, run_args: List[str], workdir: Path,
+               array_index: str) -> str:
+    """A batch script: the scheduler's ``directives``, then ``commstack run`` with ``run_args``
+    for the request's node count (and repeat; an array's task takes its shard, numbered by the
+    variable ``array_index``), whichever scheduler runs it."""
+    args = list(run_args) + ["--nodes", str(request.nodes)]
+    if request.repeat is not None:
+        args += ["--repeat", str(request.repeat)]
+    shard = f' --shard "${{{array_index}}}/{request.shards}"' if request.shards > 1 else ""
+    lines = directives + [
+        "# Written by `commstack submit`; runs the sweep's points for this node count"
+        + (f", repeat {request.repeat} of each." if request.repeat else "."),
+        "set -euo pipefail",
+        f"cd {shlex.quote(str(workdir))}",
+        f"exec {shlex.quote(sys.executable)} -m commstack run {' '.join(map(shlex.quote, args))}{shard}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 class Scheduler:
     """One batch scheduler; a module of this package subclasses it and sets ``SCHEDULER``."""
 
@@ -60,6 +81,10 @@ class Scheduler:
 
     def step(self, spec: LaunchSpec) -> LaunchCommand:
         """A point as one step of its allocation: its nodes, ranks, CPUs and binding."""
+        raise NotImplementedError
+
+    def allocate(self, nodes: int, minutes: str, command: List[str]) -> List[str]:
+        """``command`` run in a new allocation of ``nodes`` whole nodes for ``minutes``."""
         raise NotImplementedError
 
     def allocation_lost(self, stderr_text: str, job_id: Optional[str] = None) -> bool:

@@ -29,6 +29,12 @@ def names() -> List[str]:
     return list(schedulers())
 
 
+def step_launchers() -> List[str]:
+    """The commands that mean "a step of the allocation" in machine.yaml's launchers (srun,
+    flux): never a launcher outside one."""
+    return [s.step_launcher for s in schedulers().values() if s.step_launcher]
+
+
 def default() -> Scheduler:
     return next(s for s in schedulers().values() if s.default)
 

@@ -128,6 +128,9 @@ class Slurm(Scheduler):
     def step(self, spec: LaunchSpec) -> LaunchCommand:
         return slurm_step.srun(spec)
 
+    def allocate(self, nodes: int, minutes: str, command: List[str]) -> List[str]:
+        return ["salloc", f"--nodes={nodes}", "--exclusive", f"--time={minutes}", *command]
+
     def allocation_lost(self, stderr_text: str, job_id: Optional[str] = None) -> bool:
         return allocation_lost(stderr_text, job_id)
 

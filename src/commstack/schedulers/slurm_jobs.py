@@ -3,13 +3,11 @@ N-th point), sbatch, and the jobs' states from squeue and from sacct's accountin
 
 from __future__ import annotations
 
-import shlex
 import subprocess
-import sys
 from pathlib import Path
 from typing import Dict, List
 
-from commstack.schedulers.base import JobOptions, JobRequest, SubmitError
+from commstack.schedulers.base import JobOptions, JobRequest, SubmitError, job_script
 from commstack.store.campaign import Campaign
 
 
@@ -28,18 +26,7 @@ def batch_script(request: JobRequest, run_args: List[str], options: JobOptions,
         if value:
             lines.append(f"#SBATCH --{flag}={value}")
     lines += [f"#SBATCH {extra}" for extra in options.extra]
-    args = list(run_args) + ["--nodes", str(request.nodes)]
-    if request.repeat is not None:
-        args += ["--repeat", str(request.repeat)]
-    shard = ' --shard "${SLURM_ARRAY_TASK_ID}/' + str(request.shards) + '"' if request.shards > 1 else ""
-    lines += [
-        "# Written by `commstack submit`; runs the sweep's points for this node count"
-        + (f", repeat {request.repeat} of each." if request.repeat else "."),
-        "set -euo pipefail",
-        f"cd {shlex.quote(str(workdir))}",
-        f"exec {shlex.quote(sys.executable)} -m commstack run {' '.join(map(shlex.quote, args))}{shard}",
-    ]
-    return "\n".join(lines) + "\n"
+    return job_script(lines, request, run_args, workdir, "SLURM_ARRAY_TASK_ID")
 
 
 def sbatch(path: Path) -> str:

@@ -15,14 +15,14 @@ import dataclasses
 from typing import Dict, List, Optional, Tuple
 
 from commstack.benchmarks.registry import Benchmark
-from commstack.flavours import FlavourError
-from commstack.launch.builder import LaunchError, LaunchSpec, build
+from commstack.launch.builder import LaunchSpec, build
 from commstack.launch.command import LaunchCommand
 from commstack.launch.stack import ResolvedStack
 from commstack.machine import Machine
 from commstack.matrix.model import Point
 from commstack.placement.cpu_map import cpu_list
 from commstack.placement.model import Expected
+from commstack.schedulers import own_launcher
 from commstack.schedulers.allocation import Allocation
 
 SRUN = "srun"
@@ -40,7 +40,7 @@ def srun(spec: LaunchSpec) -> LaunchCommand:
     if spec.node_local:
         launcher, env, expected = _node_local(spec)
     elif command != SRUN:
-        launcher, env, expected = _mpirun_in_allocation(
+        launcher, env, expected = own_launcher.in_allocation(
             spec, [command, *spec.facts.launcher.get("args", [])])
     else:
         launcher, env, expected = _step(spec)
@@ -121,14 +121,3 @@ def _node_local(spec: LaunchSpec) -> Tuple[List[str], Dict[str, str], Expected]:
             "--cpu-bind=none", "--kill-on-bad-exit=1", *spawn.argv]
     # The one srun task is the spawner, not a rank: srun's report would say nothing of ranks.
     return argv, spawn.env, spec.expected
-
-
-def _mpirun_in_allocation(spec: LaunchSpec, command: List[str]
-                          ) -> Tuple[List[str], Dict[str, str], Expected]:
-    """The MPI's own launcher inside the allocation (it reads the node list from Slurm)."""
-    try:
-        launch = spec.flavour.in_allocation(command, spec.request, spec.placement, spec.env)
-    except FlavourError as exc:
-        raise LaunchError(f"point {spec.point.id}: stack {spec.stack.name!r}: {exc}") from None
-    return launch.argv, launch.env, dataclasses.replace(spec.expected, cpus=spec.launcher_cpus,
-                                                   cpu_span=spec.launcher_span)
