@@ -127,6 +127,9 @@ class Flavour:
     # its launcher).
     placement_env_in_steps = True
     binding_report: Optional[str] = None  # commstack.placement.reports parser of its report
+    # Variables that make its ranks yield the core while they wait, for a scheduler's step of
+    # more ranks than cores (its own launcher sets this mode itself when it oversubscribes).
+    oversubscribed_env: Dict[str, str] = {}
     version_tools: Tuple[VersionTool, ...] = ()
     spack_packages: Tuple[str, ...] = ()  # Spack's names of its MPI (the spec a stack's hash is)
     # The command whose output names an external installation's version (`commstack machine

@@ -31,6 +31,8 @@ class OpenMPI(Flavour):
     spack_packages = ("openmpi",)
     external_probe = ("ompi_info", "--version")
     toolchain = "ompi"  # Betzy's tables
+    # mpirun --oversubscribe sets it itself (Open MPI's FAQ: "aggressive" vs "degraded" mode).
+    oversubscribed_env = {"OMPI_MCA_mpi_yield_when_idle": "1"}
     placements = {
         "block": Placement.of(["--map-by", "core", "--bind-to", "core"]),
         "cyclic": Placement.of(["--map-by", "numa", "--bind-to", "core"]),

@@ -1,4 +1,4 @@
-"""Parsers of the binding reports MPIs and srun print; each returns (bindings, notes).
+"""Parsers of the binding reports MPIs, srun and Flux's job shell print; each returns (bindings, notes).
 
 Spellings read (real examples in tests/fixtures/placement/, its external/ corpus from public
 sources, and tests/test_placement.py). ``find_reports`` runs every parser and adds notes on what a
@@ -29,6 +29,10 @@ report does not print (hosts, ranks between those listed, the process count its 
 * Slurm ``srun --cpu-bind=verbose`` (stderr): ``cpu-bind=MASK - n1, task  2  0 [14943]: mask
   0x1 set`` (task = global rank, then the rank on its node); older Slurm ``cpu_bind=``;
   ``cpu-bind=NONE - ...: mask 0x0`` for an unbound task.
+* Flux's job shell ``-o cpu-affinity=verbose,per-task`` (or ``verbose,map:LIST``; stderr, after
+  ``flux run -v``'s elapsed-time prefix): ``0.061s: flux-shell[0]: cpu-affinity: task 2: cpus:
+  1`` (task = global rank, shell rank = the job's node, OS processor lists ``0-1``, ``0,2``),
+  beside the shell's own ``cpu-affinity: cpus: 0-1`` line (flux-core 0.81 src/shell/affinity.c).
 """
 
 from __future__ import annotations
@@ -299,8 +303,26 @@ def smpi(text: str) -> Parsed:
     return [bindings[r] for r in sorted(bindings)], []
 
 
+# --- Flux ------------------------------------------------------------------------------------
+_FLUX = re.compile(r"flux-shell\[(?P<node>\d+)\]: cpu-affinity: task (?P<rank>\d+): cpus: "
+                   r"(?P<cpus>[\d,-]+)")
+
+
+def flux(text: str) -> Parsed:
+    """The job shell's verbose cpu-affinity lines: each task's processors, its node as the shell
+    rank (the report names no host)."""
+    budget = _Budget()
+    bindings: Dict[int, Binding] = {}
+    for m in _FLUX.finditer(text):
+        rank, node = _rank(m, "rank", text), _rank(m, "node", text, "job shell rank")
+        cpus = _id_list(m["cpus"], (text, m.start("cpus")), budget)
+        bindings[rank] = Binding(rank, cpus=cpus, node=node)
+    return [bindings[r] for r in sorted(bindings)], []
+
+
 PARSERS: Dict[str, Callable[[str], Parsed]] = {
     "openmpi": openmpi, "intelmpi": intelmpi, "hydra": hydra, "slurm": slurm, "smpi": smpi,
+    "flux": flux,
 }
 LABELS = {
     "openmpi": "Open MPI --report-bindings",
@@ -308,6 +330,7 @@ LABELS = {
     "hydra": "hydra binding report (HYDRA_TOPO_DEBUG=1)",
     "slurm": "srun --cpu-bind=verbose",
     "smpi": "SimGrid SMPI's rank map (smpirun -map)",
+    "flux": "Flux job shell cpu-affinity=verbose",
 }
 
 # How each parser's processor numbers are to be read (Binding says which field holds them).
@@ -352,7 +375,8 @@ def _missing(parser: str, bindings: List[Binding], text: str) -> List[str]:
     if all(b.host is None for b in bindings):
         notes.append("the report names no host" + (
             ": hydra numbers processes per node, `node` tells nodes apart in output order"
-            if parser == "hydra" else ""))
+            if parser == "hydra" else ": Flux numbers the job's nodes by shell rank"
+            if parser == "flux" else ""))
     ranks = sorted({b.rank for b in bindings if b.rank is not None})
     if ranks:
         gaps = _gaps(ranks)  # sized by the ranks listed, not by the largest number
@@ -373,10 +397,11 @@ def _missing(parser: str, bindings: List[Binding], text: str) -> List[str]:
 
 
 _IMPI_VERSION = re.compile(r"MPI startup\(\): Intel\(R\) MPI Library, Version")
-# A launcher's command line quoted with the report: "mpirun -np 4", "prterun -n 4", "srun -n4".
+# A launcher's command line quoted with the report: "mpirun -np 4", "prterun -n 4", "srun -n4",
+# "flux run -N2 -n4".
 # Searched line by line from the first launcher word (one regex from each launcher word to the
 # option would take time quadratic in a line full of launcher words).
-_LAUNCHER = re.compile(r"\b(?:mpirun|mpiexec|prterun|oshrun|srun)\b")
+_LAUNCHER = re.compile(r"\b(?:mpirun|mpiexec|prterun|oshrun|srun|flux run)\b")
 _COUNT_OPTION = re.compile(r"\s(?:-np|-n|--np|--ntasks)(?:[ =]|(?=\d))(\d+)\b")
 
 
