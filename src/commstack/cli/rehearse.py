@@ -1,11 +1,13 @@
-"""Rehearse another machine's matrix or tuning plan on the local Slurm test cluster, at small
-scale, before its allocation is spent.
+"""Rehearse another machine's matrix or tuning plan on a local test machine (the Slurm test
+cluster, slurm-ci, or a local Flux instance, flux-local: ``--on``), at small scale, before its
+allocation is spent.
 
 Node counts are capped to the cluster, ranks per node to its cores, sizes and iterations cut down
 (each benchmark family's `scale_down`), one repeat; every stack runs as its local counterpart
-(site-configs/slurm-ci/counterparts.yaml). Each point shape runs as a real srun step, is parsed,
-and the report is written in the study's layout under a banner saying it is a rehearsal. Results:
-<out>/slurm-ci/rehearse-<machine>-<name>/ (rehearsal.yaml and rehearsal.json say what changed).
+(site-configs/<on>/counterparts.yaml, else slurm-ci's). Each point shape runs as a real step of
+the test machine's scheduler, is parsed, and the report is written in the study's layout under a
+banner saying it is a rehearsal. Results: <out>/<on>/rehearse-<machine>-<name>/ (rehearsal.yaml
+and rehearsal.json say what changed).
 
 ``--simulate``: the machine's own node and rank counts on its simulated machine instead (SimGrid
 SMPI on this node, commstack.rehearsal.simulate): <out>/<machine>/simulate-<name>/.
@@ -21,12 +23,15 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 from commstack.errors import CampaignError
+from commstack.machine import find_machine
 from commstack.rehearsal import build, simulate
+from commstack.rehearsal.counterparts import Counterparts, table_for
 from commstack.rehearsal.scale import Budget
+from commstack.schedulers import registry
 from commstack.store.campaign import Campaign
 from commstack.tune.plan import is_tune_plan
 
-MACHINE = "slurm-ci"
+MACHINE = "slurm-ci"  # the default test machine: tests/cluster's three nodes
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -34,7 +39,11 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="matrices/<machine>/<name>.yaml or plans/<machine>/<name>.yaml; several "
                         "matrices are reported together (the GASNet-EX paper's figure)")
     p.add_argument("--out", type=Path, default=Path("results"), help="results root")
-    p.add_argument("--time", default="30", help="salloc time limit in minutes (default 30)")
+    p.add_argument("--on", default=MACHINE, metavar="MACHINE",
+                   help=f"the local test machine to rehearse on (site-configs/<MACHINE>; default "
+                        f"{MACHINE}; flux-local: a local Flux instance)")
+    p.add_argument("--time", default="30",
+                   help="time limit in minutes of the allocation it asks for (default 30)")
     p.add_argument("--shapes", action="store_true",
                    help="one point per point shape (stack, executable, settings, flags), numeric "
                         "values from the first point of each: big matrices in minutes")
@@ -64,7 +73,7 @@ def execute(args: argparse.Namespace) -> int:
         for report in _reports(root, others, _environment(args.sources[0])):
             print(f"rehearsal report: {report}")
         failed += _failed_runs(root)
-    where = roots[0].parent if args.simulate else args.out / MACHINE
+    where = roots[0].parent if args.simulate else args.out / args.on
     print(f"rehearsal: {failed} failed runs in {len(roots)} campaign(s) under "
           f"{where}" + (f"; a run stopped with exit status {status}"
                         if status not in (0, 3) else ""))
@@ -82,9 +91,12 @@ def _rehearse(source: Path, args: argparse.Namespace) -> Tuple[Path, int]:
         rehearsal.simulated = True
         machine = rehearsal.machine
     else:
-        rehearsal = (build.plan_rehearsal(source, Budget()) if kind == "plan"
-                     else build.matrix_rehearsal(source, Budget(), shapes=args.shapes))
-        machine = MACHINE
+        table = Counterparts.load(table_for(args.on))
+        rehearsal = (build.plan_rehearsal(source, Budget(), table) if kind == "plan"
+                     else build.matrix_rehearsal(source, Budget(), table, shapes=args.shapes))
+        machine = args.on
+        facts = find_machine(machine, source.parent)
+        rehearsal.on = (machine, facts.facts.get("description") if facts else None)
     name = rehearsal.data["campaign"]
     root = args.out / machine / name
     target = build.write(rehearsal, root)
@@ -101,9 +113,9 @@ def _rehearse(source: Path, args: argparse.Namespace) -> Tuple[Path, int]:
         command.append("--local")
         print("rehearsal: " + " ".join(command), flush=True)
         return root, subprocess.run(command, env=env).returncode
-    if not os.environ.get("SLURM_JOB_ID"):
-        command = ["salloc", f"--nodes={rehearsal.nodes}", "--exclusive", f"--time={args.time}",
-                   *command]
+    scheduler = registry.for_machine(find_machine(machine, source.parent))
+    if scheduler.allocation() is None:
+        command = scheduler.allocate(rehearsal.nodes, args.time, command)
     print("rehearsal: " + " ".join(command), flush=True)
     status = subprocess.run(command, env=env).returncode
     if _failed_runs(root):

@@ -11,6 +11,7 @@ one whose components may not have been used, goes through ``Record.load``.
 from __future__ import annotations
 
 import argparse
+import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,15 +184,21 @@ def _print_jobs(campaign: Campaign) -> None:
     jobs = campaign_jobs.submitted_jobs(campaign)
     if not jobs:
         return
-    ids = [j["job_id"] for j in jobs]
-    scheduler = registry.default()  # submitted.jsonl names none: the jobs of today's scheduler
-    try:
-        queued = scheduler.queue_states(ids)
-        finished = scheduler.finished_states([i for i in ids if i not in queued])
-    except (OSError, ValueError):
-        queued, finished = {}, {}
+    known = registry.schedulers()
+    states: Dict[str, str] = {}
+    for name in dict.fromkeys(j.get("scheduler") or "" for j in jobs):
+        # an entry without a scheduler was logged before there was a choice: Slurm's, the default
+        scheduler = known.get(name) or registry.default()
+        ids = [j["job_id"] for j in jobs if (j.get("scheduler") or "") == name]
+        try:
+            queued = scheduler.queue_states(ids)
+            finished = scheduler.finished_states([i for i in ids if i not in queued])
+        except (OSError, ValueError, subprocess.SubprocessError):
+            queued, finished = {}, {}
+        states.update({**finished, **queued})
     for job in jobs:
-        state = queued.get(job["job_id"]) or finished.get(job["job_id"]) or "finished (not in queue)"
+        scheduler = known.get(job.get("scheduler") or "") or registry.default()
+        state = states.get(job["job_id"]) or "finished (not in queue)"
         kind = f"array[{job['array']}]" if job.get("array", 1) > 1 else "job"
         repeat = f" repeat={job['repeat']}" if job.get("repeat") else ""
         print(f"  {scheduler.name} {kind} {job['job_id']}: nodes={job['nodes']}{repeat} runs={job['runs']} "

@@ -42,17 +42,19 @@ class Rehearsal:
     points: Dict[str, List[str]] = field(default_factory=dict)  # rehearsal id -> source ids
     nodes: int = 1  # the most nodes a point needs
     simulated: bool = False  # at the machine's own scale on its simulated machine
+    on: Optional[tuple] = None  # the local test machine it runs on: (name, description)
 
     def text(self) -> str:
         what = ("a simulated rehearsal at the machine's own scale (SimGrid SMPI)" if self.simulated
-                else "a small-scale rehearsal on the test cluster")
+                else f"a small-scale rehearsal on {self.on[0] if self.on else 'the test cluster'}")
         header = (f"# Written by `commstack rehearse` from {self.source.name} ({self.machine}): "
                   f"{what}; see rehearsal.json.\n")
         return header + yaml.safe_dump(self.data, sort_keys=False)
 
     def summary(self) -> Dict[str, Any]:
+        on = {"on": self.on[0], "on_description": self.on[1]} if self.on else {}
         return {"source": str(self.source), "machine": self.machine, "kind": self.kind,
-                "simulated": self.simulated, "notes": self.notes, "points": self.points}
+                "simulated": self.simulated, **on, "notes": self.notes, "points": self.points}
 
 
 def machine_of(path: Path) -> str:

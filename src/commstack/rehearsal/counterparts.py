@@ -1,4 +1,5 @@
-"""Which local stack stands in for a remote one (site-configs/slurm-ci/counterparts.yaml)."""
+"""Which local stack stands in for a remote one (site-configs/<rehearsal machine>/counterparts.yaml,
+else site-configs/slurm-ci/counterparts.yaml)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ import yaml
 
 from commstack.matrix.model import MatrixError
 
-TABLE = Path(__file__).resolve().parents[3] / "site-configs" / "slurm-ci" / "counterparts.yaml"
+SITE_CONFIGS = Path(__file__).resolve().parents[3] / "site-configs"
+TABLE = SITE_CONFIGS / "slurm-ci" / "counterparts.yaml"
+
+
+def table_for(machine: str) -> Path:
+    """The counterparts of a rehearsal machine: its own table, else the Slurm test cluster's
+    (every local rehearsal machine runs this machine's builds: environments/local)."""
+    own = SITE_CONFIGS / machine / "counterparts.yaml"
+    return own if own.is_file() else TABLE
 DROP = object()  # a runtime value to leave out of the rehearsal
 
 

@@ -31,9 +31,18 @@ def banner(campaign_root: Path) -> List[str]:
                  "at this scale, and what the model predicts; they are not the machine's.", ">"]
     else:
         lines = [f"> **Rehearsal, not a measurement of {info['machine']}.** "
-                 f"`{Path(info['source']).name}` run at small scale on the local Slurm test "
-                 "cluster (nodes, ranks, sizes and iterations cut down; local stacks for the "
+                 f"`{Path(info['source']).name}` run at small scale on "
+                 f"{_test_machine(info)} (nodes, ranks, sizes and iterations cut down; local stacks for the "
                  "machine's). Its numbers show that every point shape runs and parses; they say "
                  "nothing about the machine.", ">"]
     lines += [f"> - {note}" for note in info.get("notes", [])]
     return lines + [""]
+
+
+def _test_machine(info: dict) -> str:
+    """The local test machine a rehearsal ran on, as its machine.yaml describes it (rehearsals
+    written before they said so ran on the three-node test cluster)."""
+    if info.get("on"):
+        described = info.get("on_description")
+        return f"`{info['on']}`" + (f" ({described})" if described else "")
+    return "the three-node test cluster (`slurm-ci`)"

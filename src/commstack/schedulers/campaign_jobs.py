@@ -4,7 +4,7 @@ arrays, or, when repeats are taken across jobs, one job per node-count group and
 Each job runs `commstack run` on the same matrix and campaign (restricted with --nodes and, for
 arrays, --shard; for repeats across jobs, --repeat), so every job resumes where the campaign
 stands and concurrent jobs share work safely (attempts are claimed under locks). Submitted job
-ids are logged in <campaign>/jobs/submitted.jsonl.
+ids are logged in <campaign>/jobs/submitted.jsonl with the scheduler that took them.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def submit(scheduler: Scheduler, script: str, campaign: Campaign, request: JobRe
     write_new(path, script.encode())
     job_id = scheduler.submit_script(path)
     with open(jobs / "submitted.jsonl", "a") as log:
-        log.write(json.dumps({"job_id": job_id, "nodes": request.nodes, "runs": request.runs,
+        log.write(json.dumps({"job_id": job_id, "scheduler": scheduler.name,
+                              "nodes": request.nodes, "runs": request.runs,
                               "array": request.shards, "repeat": request.repeat,
                               "script": path.name,
                               "submitted": time.time()}) + "\n")
