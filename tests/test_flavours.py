@@ -22,7 +22,7 @@ from commstack import flavours
 from commstack.benchmarks import registry
 from commstack.launch.command import LaunchCommand, LaunchError, local_command, machine_launcher
 from commstack.launch.stack import resolve
-from commstack.machine import Machine, load_machine_file
+from commstack.machine import STEP_LAUNCHERS, Machine, load_machine_file
 from commstack.matrix.model import Point, Stack
 from commstack.schedulers.slurm import SlurmAllocation as Allocation
 from commstack.schedulers.slurm_step import srun_command
@@ -179,7 +179,8 @@ def _expected(machine: str, flavour: str, path: str, mapping: str, bin_dir: Path
             env = {k: v.replace(name, value) for k, v in env.items()}
     launcher = (facts.get("launchers") or {}).get(flavour) or {}
     if path == "local":
-        local = launcher.get("command") if launcher.get("command", "srun") != "srun" else None
+        command = launcher.get("command", "srun")  # a step launcher (srun, flux) is not local
+        local = command if command not in STEP_LAUNCHERS else None
         full_env = dict(env)
     else:
         local = None

@@ -43,9 +43,11 @@ ALLOWED: Dict[str, Dict[str, int]] = {
         "placement/reports.py": 13},
     "Cray MPICH's own launcher is srun (HPE's documentation); the flavour table tests expect "
     "that default launcher": {"flavours/cray_mpich.py": 1},
-    "rehearsals run on the local Slurm test cluster, machine slurm-ci, by definition (salloc "
-    "when not in a job; site-configs/slurm-ci/counterparts.yaml)": {
-        "cli/rehearse.py": 2, "rehearsal/counterparts.py": 1, "report/rehearsal_banner.py": 1},
+    "the default rehearsal machine is the local Slurm test cluster, slurm-ci (`rehearse --on` "
+    "picks another, e.g. flux-local), whose counterparts table the other local test machines "
+    "share (site-configs/slurm-ci/counterparts.yaml); rehearsals written before they named "
+    "their machine ran there": {
+        "cli/rehearse.py": 1, "rehearsal/counterparts.py": 1, "report/rehearsal_banner.py": 1},
     "machine facts are written in Slurm's words (launchers.<flavour>.command: srun), and the "
     "machine check and capture probe Slurm itself (version, partitions, accounts, srun's MPI "
     "plugins, node record, cluster name); the machine floor (6) stands below the schedulers (7). "
