@@ -1,6 +1,6 @@
 """Must show (issue 40, Flux as the second scheduler): a point as a `flux run` job with its
 placement verified from the job shell's own report, a campaign as `flux batch` jobs (a job
-cancelled, the campaign resumed, nothing lost), `matrices/local/quick.yaml` through
+cancelled by `commstack cancel`, the campaign resumed, nothing lost), `matrices/local/quick.yaml` through
 `scripts/run_matrix.sh` inside `flux alloc`, and a rehearsal of a Betzy matrix on the local Flux
 instance (site-configs/flux-local). The pieces are checked without Flux first (command lines,
 batch scripts, the instance's R, the report parser on recorded outputs); the live tests run on a
@@ -283,7 +283,7 @@ def test_submit_cancel_resume_loses_nothing(flux_env, impi_root, tmp_path):
         for _ in $(seq 600); do   # cancel it while it runs: once its first run is recorded
             ls {root}/points/*/rep*.try*/record.json >/dev/null 2>&1 && break; sleep 0.1
         done
-        flux cancel "$first"
+        {commstack} cancel {root} --job "$first"
         flux queue drain
         {commstack} status {root} --matrix {matrix}
         {commstack} submit {matrix} --out results --resume
@@ -294,6 +294,8 @@ def test_submit_cancel_resume_loses_nothing(flux_env, impi_root, tmp_path):
     jobs = _submitted(root)
     assert [j["scheduler"] for j in jobs] == ["flux"] * len(jobs) and len(jobs) == 3
     assert [j["nodes"] for j in jobs] == [1, 2, 1]  # the cancelled job's node count again
+    assert f"flux job {jobs[0]['job_id']}: RUN -> cancelled" in out.stdout
+    assert f"{root}: 1 job(s) cancelled" in out.stdout
     assert f"flux job {jobs[0]['job_id']}: nodes=1 runs=8 CANCELED" in out.stdout
     assert f"flux job {jobs[2]['job_id']}: nodes=1" in out.stdout.splitlines()[-1]
     latest = {}
@@ -328,3 +330,16 @@ def test_a_betzy_matrix_rehearses_on_the_local_flux_instance(flux_env, tmp_path)
     report = (root / "report" / "report.md").read_text()
     assert "> **Rehearsal, not a measurement of betzy.**" in report
     assert "on `flux-local`" in report and "## Halo exchange tables (Betzy layout)" in report
+
+
+def test_cancel_names_a_job_the_campaign_never_submitted(tmp_path):
+    from tests.sweeps import commstack
+
+    root = tmp_path / "results" / "flux-local" / "c"
+    Campaign(root).ensure({"campaign": "c", "machine": "flux-local", "benchmark": "imb-mpi1"})
+    (root / "jobs").mkdir()
+    (root / "jobs" / "submitted.jsonl").write_text(json.dumps(
+        {"job_id": "fA1", "scheduler": "flux", "nodes": 1, "runs": 2, "array": 1}) + "\n")
+    out = commstack("cancel", str(root), "--job", "fNOPE")
+    assert out.returncode == 2 and out.stdout == ""
+    assert f"{root}: no submitted job fNOPE (jobs/submitted.jsonl" in out.stderr

@@ -13,7 +13,7 @@ from commstack import __version__
 # Subcommand name -> module under commstack.cli. Only the module of the command given is
 # imported, so `commstack status` does not pay for compare's or plan's imports.
 COMMANDS = {"plan": "plan", "run": "run", "parse": "parse", "report": "report",
-            "status": "status", "submit": "submit", "mirror": "mirror", "import": "import_",
+            "status": "status", "submit": "submit", "cancel": "cancel", "mirror": "mirror", "import": "import_",
             "compare": "compare", "tune": "tune", "machine": "machine", "rehearse": "rehearse",
             "query": "query", "history": "history",
             "dashboard": "dashboard"}

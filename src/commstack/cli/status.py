@@ -179,17 +179,13 @@ def _attempt_number(folder: str) -> int:
 
 def _print_jobs(campaign: Campaign) -> None:
     """Jobs submitted for this campaign and their state (the queue's, else accounting's)."""
-    from commstack.schedulers import campaign_jobs, registry
+    from commstack.schedulers import campaign_jobs
 
     jobs = campaign_jobs.submitted_jobs(campaign)
     if not jobs:
         return
-    known = registry.schedulers()
     states: Dict[str, str] = {}
-    for name in dict.fromkeys(j.get("scheduler") or "" for j in jobs):
-        # an entry without a scheduler was logged before there was a choice: Slurm's, the default
-        scheduler = known.get(name) or registry.default()
-        ids = [j["job_id"] for j in jobs if (j.get("scheduler") or "") == name]
+    for scheduler, ids in campaign_jobs.by_scheduler(jobs):
         try:
             queued = scheduler.queue_states(ids)
             finished = scheduler.finished_states([i for i in ids if i not in queued])
@@ -197,7 +193,7 @@ def _print_jobs(campaign: Campaign) -> None:
             queued, finished = {}, {}
         states.update({**finished, **queued})
     for job in jobs:
-        scheduler = known.get(job.get("scheduler") or "") or registry.default()
+        scheduler = campaign_jobs.scheduler_of(job)
         state = states.get(job["job_id"]) or "finished (not in queue)"
         kind = f"array[{job['array']}]" if job.get("array", 1) > 1 else "job"
         repeat = f" repeat={job['repeat']}" if job.get("repeat") else ""

@@ -51,9 +51,8 @@ def execute(args: argparse.Namespace) -> int:
     campaign = Campaign(root)
     scheduler = registry.for_machine(machine)
     earlier = campaign_jobs.submitted_jobs(campaign)
-    # entries logged before the log named a scheduler are the default one's (Slurm's)
-    active = scheduler.queue_states([j["job_id"] for j in earlier if (
-        j.get("scheduler") or registry.default().name) == scheduler.name])
+    active = scheduler.queue_states([j["job_id"] for j in earlier
+                                     if campaign_jobs.scheduler_of(j).name == scheduler.name])
     if earlier and not args.resume:
         raise CampaignError(f"{root}: jobs were submitted before ({len(earlier)}); use --resume")
     busy = {(j["nodes"], j.get("repeat")) for j in earlier if j["job_id"] in active}

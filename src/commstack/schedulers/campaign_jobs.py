@@ -14,6 +14,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from commstack.adaptive import adaptive_states
+from commstack.schedulers import registry
 from commstack.schedulers.base import JobRequest, Scheduler
 from commstack.store.campaign import DONE, FAILED, Campaign
 from commstack.store.files import write_new
@@ -70,3 +71,18 @@ def submitted_jobs(campaign: Campaign) -> List[dict]:
     if not path.is_file():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def scheduler_of(job: dict) -> Scheduler:
+    """The scheduler that took a logged job (entries logged before the log named one: the
+    default scheduler's, Slurm's)."""
+    return registry.schedulers().get(job.get("scheduler") or "") or registry.default()
+
+
+def by_scheduler(jobs: List[dict]) -> List[Tuple[Scheduler, List[str]]]:
+    """The logged jobs' ids grouped by the scheduler that took them, in the log's order."""
+    groups: Dict[str, Tuple[Scheduler, List[str]]] = {}
+    for job in jobs:
+        scheduler = scheduler_of(job)
+        groups.setdefault(scheduler.name, (scheduler, []))[1].append(job["job_id"])
+    return list(groups.values())
