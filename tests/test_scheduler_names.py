@@ -70,13 +70,14 @@ def _docstrings(tree: ast.AST) -> Set[Tuple[int, int]]:
     return starts
 
 
-def mentions(text: str) -> List[str]:
-    """The identifiers and string literals of ``text`` (no docstring, no comment) naming Slurm."""
+def mentions(text: str, names: "re.Pattern[str]" = NAMES) -> List[str]:
+    """The identifiers and string literals of ``text`` (no docstring, no comment) naming Slurm
+    (or what ``names`` matches)."""
     docs = _docstrings(ast.parse(text))
     found = []
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
         if tok.type == tokenize.NAME or (tok.type == tokenize.STRING and tok.start not in docs):
-            found += [tok.string] * len(NAMES.findall(tok.string))
+            found += [tok.string] * len(names.findall(tok.string))
     return found
 
 

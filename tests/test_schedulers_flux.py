@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -35,6 +36,7 @@ from commstack.store.campaign import Campaign
 from tests.conftest import REPO
 from tests.sweeps import records
 from tests.test_flux_local import NO_FLUX, flux_executable
+from tests.test_scheduler_names import mentions
 
 FIXTURES = REPO / "tests" / "fixtures" / "flux"
 FLUX_LOCAL = load_machine_file(REPO / "site-configs" / "flux-local" / "machine.yaml")
@@ -42,6 +44,26 @@ BROKER_HOST = REPO / "scripts" / "flux_broker_host.sh"
 
 
 # --- without Flux --------------------------------------------------------------------------
+
+FLUX_MODULE = re.compile(r"^schedulers/flux(_\w+)?\.py$")
+# why Flux is named outside schedulers/flux*.py -> {module: mentions}, as Slurm's allow-list does
+FLUX_ALLOWED = {
+    "placement/reports.py": 11,  # the job shell's cpu-affinity report: a placement-floor parser
+    "machine/__init__.py": 1,  # STEP_LAUNCHERS: machine.yaml's word for Flux's step launcher
+    "cli/rehearse.py": 2,  # --on's help names the local Flux test machine, flux-local
+}
+
+
+def test_no_module_outside_the_flux_scheduler_names_flux():
+    found = {}
+    for path in sorted((REPO / "src" / "commstack").rglob("*.py")):
+        rel = path.relative_to(REPO / "src" / "commstack").as_posix()
+        if not FLUX_MODULE.match(rel):
+            words = mentions(path.read_text(), re.compile("flux", re.I))
+            if words:
+                found[rel] = len(words)
+    assert found == FLUX_ALLOWED, found
+
 
 def test_every_scheduler_step_launcher_is_a_machine_fact_word():
     """machine.yaml's launchers.<flavour>.command words that mean "a step" (machine floor) are
@@ -343,3 +365,43 @@ def test_cancel_names_a_job_the_campaign_never_submitted(tmp_path):
     out = commstack("cancel", str(root), "--job", "fNOPE")
     assert out.returncode == 2 and out.stdout == ""
     assert f"{root}: no submitted job fNOPE (jobs/submitted.jsonl" in out.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.spack
+def test_gasnet_node_local_conduit_is_one_task_on_one_node(flux_env, tmp_path):
+    """GASNet-EX smp-conduit: one task on a whole node runs the conduit's own spawner; a point of
+    two nodes on it is refused before anything runs (as under Slurm, tests/test_slurm.py)."""
+    from tests import spack_support
+
+    reason = spack_support.gasnet_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    gex = spack_support.install_gasnet(tmp_path / "spack")
+    matrix = tmp_path / "matrices" / "flux-local" / "gasnet.yaml"
+    matrix.parent.mkdir(parents=True)
+    body = dedent(f"""
+        benchmark: gasnet-testsmall
+        repeats: 2
+        timeout: 120
+        stacks:
+          gex-smp: {{flavour: gasnet, conduit: smp, bin: "{gex}"}}
+        parameters: {{stack: gex-smp, iters: 200, maxsz: 64, sections: A, ranks_per_node: 2,
+                     nodes: NODES}}
+        """)
+    matrix.write_text(body.replace("NODES", "1"))
+    two = matrix.with_name("gasnet2.yaml")
+    two.write_text(body.replace("NODES", "2"))
+    out = in_instance(flux_env, f"flux alloc -N2 {REPO}/scripts/run_matrix.sh {matrix} --out results"
+                      f" && ! flux alloc -N2 {REPO}/scripts/run_matrix.sh {two} --out results",
+                      tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "conduit runs on one node; nodes=2 needs a network conduit" in out.stderr
+    done = records(tmp_path / "results" / "flux-local" / "gasnet")
+    assert len(done) == 2 and {r["status"] for r in done} == {"ok"}
+    for rec in done:
+        assert rec["argv"][:8] == ["flux", "run", "-v", "-N", "1", "--tasks-per-node=1", "-o",
+                                   "cpu-affinity=off"]
+        assert rec["slurm"]["step_id"] and len(rec["slurm"]["nodes"]) == 1
+        assert {row["benchmark"] for row in rec["parsed"]} == {"PutBlocking", "GetBlocking"}
+    assert not list((tmp_path / "results" / "flux-local" / "gasnet2").glob("points/*/rep*/record.json"))

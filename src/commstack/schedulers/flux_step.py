@@ -119,10 +119,11 @@ def _node_order(args: List[str]) -> Optional[str]:
 
 
 def _node_local(spec: LaunchSpec) -> Tuple[List[str], Dict[str, str], Expected]:
-    """One task on one node, with the cores of every process, running the conduit's spawner."""
+    """One task on one whole node, unbound, running the conduit's spawner (its processes share
+    the node's cores however many they are)."""
     req = spec.request
     spawn = spec.flavour.local(spec.stack.launcher, req, spec.placement, spec.env)
-    argv = [*RUN, "-N", "1", "-n", "1", "-c", str(req.ranks_per_node), "-o", "cpu-affinity=off",
-            "-o", "exit-on-error", *spawn.argv]
+    argv = [*RUN, "-N", "1", "--tasks-per-node=1", "-o", "cpu-affinity=off", "-o",
+            "exit-on-error", *spawn.argv]
     # The one task is the spawner, not a rank: the shell's report would say nothing of ranks.
     return argv, spawn.env, spec.expected
